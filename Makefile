@@ -19,3 +19,22 @@ test-short: ## the tests that need no servers (go test -short)
 lint: ## gofmt check and go vet
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+# bench: COUNT rounds of every benchmark, one `go test -count 1` per round, so
+# that the sides of each comparison alternate over the run and a burst of
+# load on the machine hits both alike. A failed round adds a FAIL line, on
+# which benchtable fails.
+BENCHTIME ?= 1s
+COUNT ?= 3
+BENCHFLAGS = -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1
+
+.PHONY: bench
+bench: ## benchmarks of cachex vs go-redis and peer libraries, as a Markdown table (BENCHTIME=1s COUNT=3)
+	@out="$$(mktemp)"; trap 'rm -f "$$out"' EXIT; \
+	i=1; while [ $$i -le $(COUNT) ]; do \
+		echo "== round $$i of $(COUNT)" >&2; \
+		{ $(GO) test $(BENCHFLAGS) ./internal/cachex/ 2>&1 || echo "FAIL: go test ./internal/cachex/"; } | tee -a "$$out" >&2; \
+		{ (cd bench && $(GO) test $(BENCHFLAGS) ./...) 2>&1 || echo "FAIL: go test ./... in bench/"; } | tee -a "$$out" >&2; \
+		i=$$((i + 1)); \
+	done; \
+	cd bench && $(GO) run ./cmd/benchtable < "$$out"

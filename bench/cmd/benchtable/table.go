@@ -1,0 +1,362 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// run parses the flags in args, reads benchmark output from in and writes
+// the table to out.
+func run(args []string, in io.Reader, out io.Writer) error {
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.SetOutput(out)
+	noGoals := fs.Bool("no-goals", false, "leave out the goal column")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q: the benchmark output is read from standard input", fs.Args())
+	}
+	rep, err := parse(in)
+	if err != nil {
+		return err
+	}
+	gs := goals
+	if *noGoals {
+		gs = nil
+	}
+	return render(out, rep, gs)
+}
+
+// result is one benchmark line: name without the GOMAXPROCS suffix, and its
+// measurements by unit ("ns/op", "B/op", "allocs/op", custom ones).
+type result struct {
+	pkg     string
+	name    string
+	procs   int
+	iters   int64
+	metrics map[string]float64
+}
+
+// report is everything parse keeps from a run.
+type report struct {
+	cpu     string
+	results []result
+}
+
+// parse reads `go test -bench` output. It keeps benchmark lines and the cpu
+// line and ignores everything else, except that a failure anywhere is an
+// error.
+func parse(r io.Reader) (report, error) {
+	var rep report
+	var pkg string
+	var failures []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "pkg: "):
+			pkg = strings.TrimSpace(strings.TrimPrefix(line, "pkg: "))
+		case strings.HasPrefix(line, "cpu: "):
+			if rep.cpu == "" {
+				rep.cpu = strings.TrimSpace(strings.TrimPrefix(line, "cpu: "))
+			}
+		case strings.HasPrefix(line, "FAIL"), strings.HasPrefix(strings.TrimSpace(line), "--- FAIL"),
+			strings.HasPrefix(line, "panic: "):
+			failures = append(failures, strings.TrimSpace(line))
+		case strings.HasPrefix(line, "Benchmark"):
+			if res, ok := parseLine(line); ok {
+				res.pkg = pkg
+				rep.results = append(rep.results, res)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return rep, fmt.Errorf("read: %w", err)
+	}
+	if len(failures) > 0 {
+		return rep, fmt.Errorf("the benchmark run failed:\n\t%s", strings.Join(failures, "\n\t"))
+	}
+	if len(rep.results) == 0 {
+		return rep, errors.New("no benchmark results in the input (is it `go test -bench` output?)")
+	}
+	return rep, nil
+}
+
+// parseLine parses "BenchmarkX/a/b-2  1000  1234 ns/op  56 B/op  7 allocs/op".
+// A line without an iteration count and measurements (a benchmark's name
+// printed before its log output) is not a result.
+func parseLine(line string) (result, bool) {
+	f := strings.Fields(line)
+	if len(f) < 4 || len(f)%2 != 0 {
+		return result{}, false
+	}
+	iters, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return result{}, false
+	}
+	res := result{name: f[0], procs: 1, iters: iters, metrics: map[string]float64{}}
+	if i := strings.LastIndexByte(res.name, '-'); i > 0 {
+		if p, err := strconv.Atoi(res.name[i+1:]); err == nil && p > 0 {
+			res.name, res.procs = res.name[:i], p
+		}
+	}
+	for i := 2; i+1 < len(f); i += 2 {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			return result{}, false
+		}
+		res.metrics[f[i+1]] = v
+	}
+	if _, ok := res.metrics["ns/op"]; !ok {
+		return result{}, false
+	}
+	return res, true
+}
+
+// series is one sub-benchmark over all its runs.
+type series struct {
+	parent, variant, mode string
+	ns, bytes, allocs     []float64
+}
+
+// group is a parent benchmark in one mode: the rows compared with each other.
+type group struct {
+	parent, mode string
+	rows         []*series // baseline first, then in order of appearance
+}
+
+// baselines name the sub-benchmark that the others in a group are compared
+// with.
+var baselines = []string{"raw", "mget"}
+
+// split turns "BenchmarkGet/cachex/seq" into parent "Get", variant "cachex"
+// and mode "seq". The mode is the last element when it is seq or parallel,
+// else empty.
+func split(name string) (parent, variant, mode string) {
+	parts := strings.Split(strings.TrimPrefix(name, "Benchmark"), "/")
+	parent = parts[0]
+	rest := parts[1:]
+	if n := len(rest); n > 0 && (rest[n-1] == "seq" || rest[n-1] == "parallel") {
+		mode, rest = rest[n-1], rest[:n-1]
+	}
+	return parent, strings.Join(rest, "/"), mode
+}
+
+// groups collects results into groups, in order of first appearance.
+func groups(results []result) []*group {
+	var gs []*group
+	byKey := map[[2]string]*group{}
+	bySeries := map[[3]string]*series{}
+	for _, r := range results {
+		parent, variant, mode := split(r.name)
+		g := byKey[[2]string{parent, mode}]
+		if g == nil {
+			g = &group{parent: parent, mode: mode}
+			byKey[[2]string{parent, mode}] = g
+			gs = append(gs, g)
+		}
+		s := bySeries[[3]string{parent, variant, mode}]
+		if s == nil {
+			s = &series{parent: parent, variant: variant, mode: mode}
+			bySeries[[3]string{parent, variant, mode}] = s
+			g.rows = append(g.rows, s)
+		}
+		s.ns = append(s.ns, r.metrics["ns/op"])
+		if v, ok := r.metrics["B/op"]; ok {
+			s.bytes = append(s.bytes, v)
+		}
+		if v, ok := r.metrics["allocs/op"]; ok {
+			s.allocs = append(s.allocs, v)
+		}
+	}
+	for _, g := range gs {
+		slices.SortStableFunc(g.rows, func(a, b *series) int {
+			ai, bi := slices.Contains(baselines, a.variant), slices.Contains(baselines, b.variant)
+			switch {
+			case ai && !bi:
+				return -1
+			case bi && !ai:
+				return 1
+			}
+			return 0
+		})
+	}
+	return gs
+}
+
+// baseline returns the group's baseline row, or nil.
+func (g *group) baseline() *series {
+	if len(g.rows) > 0 && slices.Contains(baselines, g.rows[0].variant) {
+		return g.rows[0]
+	}
+	return nil
+}
+
+// row returns the group's row of a variant, or nil.
+func (g *group) row(variant string) *series {
+	for _, s := range g.rows {
+		if s.variant == variant {
+			return s
+		}
+	}
+	return nil
+}
+
+// A goal is what the project promises about one sub-benchmark: a ceiling on
+// its ratio to the baseline (max), or a floor on how many times slower it is
+// than another variant (slowerThan, atLeast).
+type goal struct {
+	parent, variant string
+	max             float64
+	slowerThan      string
+	atLeast         float64
+}
+
+// goals are the targets of the performance issue; docs/benchmarks.md
+// explains them.
+var goals = []goal{
+	{parent: "Get", variant: "cachex", max: 1.05},
+	{parent: "GetJSON", variant: "cachex", max: 1.05},
+	{parent: "GetMany", variant: "cachex", max: 1.30},
+	{parent: "GetMany", variant: "sequential-gets", slowerThan: "cachex", atLeast: 8},
+}
+
+// verdict says whether s in g meets its goal, or "" when it has none.
+func verdict(g *group, s *series, gs []goal) string {
+	for _, gl := range gs {
+		if gl.parent != g.parent || gl.variant != s.variant {
+			continue
+		}
+		if gl.slowerThan != "" {
+			other := g.row(gl.slowerThan)
+			if other == nil {
+				return ""
+			}
+			x := ratio(s, other)
+			if x >= gl.atLeast {
+				return fmt.Sprintf("%s ≥ %gx faster: met", gl.slowerThan, gl.atLeast)
+			}
+			return fmt.Sprintf("%s ≥ %gx faster: MISSED (%.1fx)", gl.slowerThan, gl.atLeast, x)
+		}
+		base := g.baseline()
+		if base == nil {
+			return ""
+		}
+		r := ratio(s, base)
+		if r <= gl.max {
+			return fmt.Sprintf("≤ %.2fx: met", gl.max)
+		}
+		return fmt.Sprintf("≤ %.2fx: MISSED by %.0f%%", gl.max, (r/gl.max-1)*100)
+	}
+	return ""
+}
+
+// render writes the table.
+func render(w io.Writer, rep report, gs []goal) error {
+	bw := bufio.NewWriter(w)
+	if rep.cpu != "" {
+		fmt.Fprintf(bw, "cpu: %s\n\n", rep.cpu)
+	}
+	header := "| benchmark | variant | mode | runs | ns/op | ± | B/op | allocs/op | vs baseline |"
+	rule := "|---|---|---|---:|---:|---:|---:|---:|---:|"
+	if gs != nil {
+		header += " goal |"
+		rule += "---|"
+	}
+	fmt.Fprintln(bw, header)
+	fmt.Fprintln(bw, rule)
+	for _, g := range groups(rep.results) {
+		base := g.baseline()
+		for _, s := range g.rows {
+			vs := ""
+			switch {
+			case s == base:
+				vs = "baseline"
+			case base != nil:
+				vs = fmt.Sprintf("%.2fx", ratio(s, base))
+			}
+			if s.variant == "sequential-gets" {
+				if c := g.row("cachex"); c != nil {
+					vs += fmt.Sprintf(" (%.1fx cachex)", ratio(s, c))
+				}
+			}
+			fmt.Fprintf(bw, "| %s | %s | %s | %d | %s | %s | %s | %s | %s |",
+				g.parent, s.variant, g.mode, len(s.ns), number(median(s.ns)), spread(s.ns),
+				number(median(s.bytes)), number(median(s.allocs)), vs)
+			if gs != nil {
+				fmt.Fprintf(bw, " %s |", verdict(g, s, gs))
+			}
+			fmt.Fprintln(bw)
+		}
+	}
+	return bw.Flush()
+}
+
+// ratio is how many times longer s takes than base: the median of the
+// ratios of their runs taken pairwise (run k of s to run k of base) when both
+// ran equally often, else the ratio of their medians. `make bench` runs every
+// benchmark once per round, so runs k of two sides ran seconds apart, and
+// pairing them cancels most of the drift of a busy machine's load.
+func ratio(s, base *series) float64 {
+	if len(s.ns) != len(base.ns) {
+		return median(s.ns) / median(base.ns)
+	}
+	rs := make([]float64, len(s.ns))
+	for k := range s.ns {
+		rs[k] = s.ns[k] / base.ns[k]
+	}
+	return median(rs)
+}
+
+// median of xs; NaN for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// spread is the largest distance of a run from the median, in percent of
+// it: how much one run can be trusted. Empty for a single run.
+func spread(xs []float64) string {
+	if len(xs) < 2 {
+		return ""
+	}
+	m := median(xs)
+	d := 0.0
+	for _, x := range xs {
+		d = max(d, math.Abs(x-m))
+	}
+	return fmt.Sprintf("%.0f%%", d/m*100)
+}
+
+// number formats a measurement with thousands separators; "-" when missing.
+func number(x float64) string {
+	if math.IsNaN(x) {
+		return "-"
+	}
+	s := strconv.FormatFloat(math.Round(x), 'f', 0, 64)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

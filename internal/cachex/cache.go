@@ -1,0 +1,263 @@
+package cachex
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cache is a read-through cache of values of type V in Redis. It is safe for
+// concurrent use. Create it with New and stop it with Close.
+type Cache[V any] struct {
+	rdb     redis.UniversalClient
+	codec   Codec[V]
+	opts    Options
+	m       *metrics
+	brk     *breaker
+	scripts scripts
+
+	strategy atomic.Value  // Strategy
+	beta     atomic.Uint64 // math.Float64bits of the default beta
+
+	loads      flights[V] // recomputes that callers wait for
+	refreshMu  sync.Mutex // guards refreshing
+	refreshing map[string]struct{}
+	slots      chan struct{} // background refresh slots
+	bounded    bool          // the client's own timeouts are within Options.Timeout
+
+	base   context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // background work
+}
+
+// New returns a cache over rdb (a *redis.Client, *redis.ClusterClient or
+// *redis.Ring) that encodes values with codec. It fails when the options are
+// invalid, when the metrics cannot be registered, or when rdb could stall a
+// call beyond Options.Timeout (neither ContextTimeoutEnabled nor read and
+// write timeouts within it).
+func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache[V], error) {
+	if rdb == nil || codec == nil {
+		return nil, errors.New("cachex: New needs a Redis client and a codec")
+	}
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	bounded, err := checkTimeouts(rdb, opts.Timeout)
+	if err != nil {
+		return nil, fmt.Errorf("cachex: %s: %w", opts.Name, err)
+	}
+	m, err := newMetrics(opts.Registerer, opts.Name)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cache[V]{
+		rdb:        rdb,
+		codec:      codec,
+		opts:       opts,
+		m:          m,
+		brk:        newBreaker(opts.BreakerFailures, opts.BreakerCooldown, opts.Now),
+		scripts:    newScripts(),
+		refreshing: make(map[string]struct{}),
+		slots:      make(chan struct{}, opts.MaxRefreshes),
+		bounded:    bounded,
+	}
+	c.base, c.cancel = context.WithCancel(context.Background())
+	c.SetStrategy(opts.Strategy)
+	c.SetBeta(opts.Beta)
+	return c, nil
+}
+
+// checkTimeouts makes sure a paused or unreachable Redis cannot hold a call
+// longer than timeout. bounded reports that the client's own read and write
+// timeouts already ensure it, so calls need no context deadline of their own.
+func checkTimeouts(rdb redis.UniversalClient, timeout time.Duration) (bounded bool, err error) {
+	var ctxOK bool
+	var read, write time.Duration
+	switch c := rdb.(type) {
+	case *redis.Client:
+		o := c.Options()
+		ctxOK, read, write = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
+	case *redis.ClusterClient:
+		o := c.Options()
+		ctxOK, read, write = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
+	case *redis.Ring:
+		o := c.Options()
+		ctxOK, read, write = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
+	default:
+		return false, nil // unknown client: deadlines on every call
+	}
+	bounded = read > 0 && read <= timeout && write > 0 && write <= timeout
+	if ctxOK || bounded {
+		return bounded, nil
+	}
+	return false, fmt.Errorf("the Redis client ignores context deadlines and its read/write timeouts (%v/%v) exceed Timeout %v: "+
+		"set ContextTimeoutEnabled in its options", read, write, timeout)
+}
+
+// Name is the cache's class name, as given in Options.
+func (c *Cache[V]) Name() string { return c.opts.Name }
+
+// Strategy returns the strategy in use.
+func (c *Cache[V]) Strategy() Strategy { return c.strategy.Load().(Strategy) }
+
+// SetStrategy switches the strategy for all later reads; reads in progress
+// finish under the old one. An unknown strategy is ignored and reported.
+func (c *Cache[V]) SetStrategy(s Strategy) error {
+	if _, err := ParseStrategy(string(s)); err != nil {
+		return err
+	}
+	c.strategy.Store(s)
+	c.m.setStrategy(s)
+	return nil
+}
+
+// Beta returns the default XFetch beta.
+func (c *Cache[V]) Beta() float64 { return math.Float64frombits(c.beta.Load()) }
+
+// SetBeta sets the default XFetch beta for later reads; 0 disables early
+// refresh. Negative, infinite and NaN values are rejected.
+func (c *Cache[V]) SetBeta(beta float64) error {
+	if beta < 0 || math.IsInf(beta, 0) || math.IsNaN(beta) {
+		return fmt.Errorf("cachex: %s: beta must be a finite number >= 0, got %v", c.opts.Name, beta)
+	}
+	c.beta.Store(math.Float64bits(beta))
+	return nil
+}
+
+// A GetOption adjusts one read.
+type GetOption func(*getConfig)
+
+type getConfig struct {
+	beta float64
+}
+
+// WithBeta overrides the cache's beta for one read; 0 disables early refresh
+// for it.
+func WithBeta(beta float64) GetOption {
+	return func(g *getConfig) { g.beta = max(0, beta) }
+}
+
+// Close stops background refreshes and waits for them and for recomputes in
+// flight to end. The cache must not be used afterwards.
+func (c *Cache[V]) Close() {
+	c.cancel()
+	c.wg.Wait()
+}
+
+// redisKey is the key of a value; lockKey(redisKey) is its lock. The braces
+// make both one hash slot, so Lua can touch both in Redis Cluster.
+func (c *Cache[V]) redisKey(key string) string { return "{" + c.opts.Prefix + key + "}" }
+
+func lockKey(redisKey string) string { return redisKey + ":lock" }
+
+// newToken returns a random lock token.
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// redisCall runs f with the cache's Redis timeout and records its outcome for
+// the breaker and the metrics. It returns f's error; a redis.Nil is success.
+func (c *Cache[V]) redisCall(ctx context.Context, op string, f func(ctx context.Context) error) error {
+	var err error
+	if c.bounded { // the client's own timeouts bound the call: spare the deadline
+		err = f(ctx)
+	} else {
+		tctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+		err = f(tctx)
+		cancel()
+	}
+	switch {
+	case err == nil || errors.Is(err, redis.Nil):
+		c.brk.success()
+	case ctx.Err() != nil:
+		// The caller gave up; that says nothing about Redis.
+	default:
+		c.m.redisErrs.WithLabelValues(op).Inc()
+		var reply redis.Error
+		if errors.As(err, &reply) {
+			c.brk.success() // Redis answered, with an error reply
+		} else {
+			c.brk.failure()
+		}
+	}
+	return err
+}
+
+// unreachable reports whether err means Redis could not be reached (as
+// opposed to a miss or an error reply).
+func unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var reply redis.Error // redis.Nil is one too
+	return !errors.As(err, &reply)
+}
+
+// decode turns an envelope's payload into a value; a negative entry yields
+// ErrNotFound.
+func (c *Cache[V]) decode(e entry) (V, error) {
+	if e.negative {
+		var zero V
+		return zero, ErrNotFound
+	}
+	return c.codec.Unmarshal(e.payload)
+}
+
+// encode builds the envelope for a freshly computed value (or a negative
+// answer) and returns it with the Redis TTL to store it under.
+func (c *Cache[V]) encode(v V, notFound bool, delta time.Duration) ([]byte, time.Duration, error) {
+	now := c.opts.Now()
+	e := entry{computedAt: now, delta: delta, negative: notFound}
+	ttl := c.opts.TTL
+	keep := ttl + c.opts.Grace
+	if notFound {
+		ttl, keep = c.opts.NegativeTTL, c.opts.NegativeTTL
+	} else {
+		p, err := c.codec.Marshal(v)
+		if err != nil {
+			return nil, 0, fmt.Errorf("cachex: %s: encode: %w", c.opts.Name, err)
+		}
+		e.payload = p
+	}
+	e.expiry = now.Add(ttl)
+	return encodeEntry(make([]byte, 0, envHeaderSize+len(e.payload)), e), keep, nil
+}
+
+// compute calls the loader, timing it (the XFetch delta) and counting it.
+func (c *Cache[V]) compute(ctx context.Context, load func(context.Context) (V, error), reason string) (V, time.Duration, error) {
+	start := time.Now()
+	v, err := load(ctx)
+	delta := time.Since(start)
+	c.m.duration.Observe(delta.Seconds())
+	c.countRecomputes(reason, 1, err)
+	return v, delta, err
+}
+
+// countRecomputes counts n recomputes done by one loader call that ended
+// with err; a not-found answer is a success.
+func (c *Cache[V]) countRecomputes(reason string, n int, err error) {
+	status := "ok"
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		status = "error"
+	}
+	c.m.recomputes[[2]string{reason, status}].Add(float64(n))
+}
+
+// detached returns a context for work that outlives the caller: it keeps the
+// caller's values, not its cancellation, and ends at timeout or Close.
+func (c *Cache[V]) detached(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	stop := context.AfterFunc(c.base, cancel)
+	return ctx, func() { stop(); cancel() }
+}

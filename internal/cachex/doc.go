@@ -1,0 +1,39 @@
+// Package cachex is a read-through Redis cache that does not stampede.
+//
+// A Cache[V] serves values of type V from Redis and calls the caller's loader
+// when there is no fresh value. It is built for expensive loaders (aggregate
+// queries, remote calls) under heavy concurrent reads:
+//
+//   - XFetch (probabilistic early recomputation): a read refreshes a value in
+//     the background before it expires, with a probability that grows as
+//     expiry nears and with how long the recompute took (delta), so hot keys
+//     are refreshed about once per TTL and readers never wait.
+//   - Deduplication: one recompute per key per process (Get and GetMany
+//     share it), and across instances a lock in Redis: an instance that
+//     finds another refreshing serves the current value (duck-out); a cold
+//     miss waits briefly for the other instance's value (lease).
+//   - Failure: a Redis error is not a miss. When Redis is unreachable the
+//     cache computes without it (one recompute per key per process), a
+//     breaker stops paying a timeout on every call, and the cache heals when
+//     Redis answers again. A failed recompute serves the expired value while
+//     Redis still keeps it (Grace).
+//   - Batches: GetMany reads N keys in one round trip per Redis node and
+//     loads everything missing with one loader call.
+//
+// Every read is one GET: the envelope stored under a key carries the value
+// and the XFetch inputs (computed-at time, delta, logical expiry), so no PTTL
+// round trip is needed. Writes that race with Invalidate cannot put an
+// outdated value back.
+//
+// The strategy can be switched at run time between XFetch (default), TTL (a
+// plain read-through cache: the stampede baseline) and None (no cache).
+//
+// Metrics (cachex_*, labelled by the cache's Name) go to the
+// prometheus.Registerer in Options; several caches can share one.
+//
+// The package depends only on the standard library, go-redis, client_golang
+// and golang.org/x/sync: copy the directory into your service, change the
+// package path, and keep its tests (they need internal/testenv, or any
+// function returning a *redis.Client on a private server). docs/cachex.md has
+// the math, the failure behaviour and the choice of beta.
+package cachex

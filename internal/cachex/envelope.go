@@ -1,0 +1,87 @@
+package cachex
+
+import (
+	"encoding/binary"
+	"errors"
+	"time"
+	"unsafe"
+)
+
+// The envelope is what cachex stores under a key: a fixed header with the
+// XFetch inputs, then the codec's bytes. One GET reads all of it, so no PTTL
+// round trip is ever needed.
+//
+//	offset size field
+//	0      1    magic 0xCE
+//	1      1    format version (1)
+//	2      1    flags: bit 0 = negative entry (the loader said "not found")
+//	3      8    computedAt, Unix milliseconds, big endian
+//	11     8    logical expiry, Unix milliseconds, big endian
+//	19     4    delta: how long the recompute took, microseconds, big endian
+//	23     -    payload (empty for a negative entry)
+const (
+	envMagic      = 0xCE
+	envVersion    = 1
+	envHeaderSize = 23
+	flagNegative  = 1 << 0
+)
+
+// errCorrupt reports a value that is not a cachex envelope of this version.
+var errCorrupt = errors.New("cachex: corrupt or foreign cache entry")
+
+// entry is a decoded envelope.
+type entry struct {
+	computedAt time.Time
+	expiry     time.Time
+	delta      time.Duration
+	negative   bool
+	payload    []byte                  // aliases the decoded buffer
+	header     [envHeaderSize - 3]byte // computedAt, expiry, delta: identifies this write
+	corrupt    bool                    // set by lookup for an entry it could not decode
+	found      bool                    // set by readMany for an entry it decoded
+}
+
+// encodeEntry appends the envelope of e with payload to dst.
+func encodeEntry(dst []byte, e entry) []byte {
+	var h [envHeaderSize]byte
+	h[0], h[1] = envMagic, envVersion
+	if e.negative {
+		h[2] = flagNegative
+	}
+	binary.BigEndian.PutUint64(h[3:], uint64(e.computedAt.UnixMilli()))
+	binary.BigEndian.PutUint64(h[11:], uint64(e.expiry.UnixMilli()))
+	us := e.delta.Microseconds()
+	us = max(0, min(us, 1<<32-1)) // saturate: a recompute of more than 71 minutes is "long"
+	binary.BigEndian.PutUint32(h[19:], uint32(us))
+	dst = append(dst, h[:]...)
+	return append(dst, e.payload...)
+}
+
+// decodeEntry parses an envelope. It never panics, whatever b holds, and
+// rejects anything this version did not write.
+func decodeEntry(b []byte) (entry, error) {
+	if len(b) < envHeaderSize || b[0] != envMagic || b[1] != envVersion || b[2]&^flagNegative != 0 {
+		return entry{}, errCorrupt
+	}
+	computed := int64(binary.BigEndian.Uint64(b[3:]))
+	expiry := int64(binary.BigEndian.Uint64(b[11:]))
+	if computed < 0 || expiry < computed {
+		return entry{}, errCorrupt
+	}
+	e := entry{
+		computedAt: time.UnixMilli(computed),
+		expiry:     time.UnixMilli(expiry),
+		delta:      time.Duration(binary.BigEndian.Uint32(b[19:])) * time.Microsecond,
+		negative:   b[2]&flagNegative != 0,
+		payload:    b[envHeaderSize:],
+	}
+	copy(e.header[:], b[3:envHeaderSize])
+	if e.negative && len(e.payload) > 0 {
+		return entry{}, errCorrupt
+	}
+	return e, nil
+}
+
+// bytesOf views a Redis reply as bytes without copying it. The bytes must not
+// be modified: decodeEntry and codecs only read them (see Codec).
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

@@ -1,0 +1,136 @@
+package cachex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-lab/stampede/internal/cachex"
+)
+
+// exampleRedis connects to the Redis named by REDIS_URL, or the local
+// default. ContextTimeoutEnabled lets the cache bound every call.
+func exampleRedis() *redis.Client {
+	opt := &redis.Options{Addr: "127.0.0.1:6379"}
+	if u := os.Getenv("REDIS_URL"); u != "" {
+		var err error
+		if opt, err = redis.ParseURL(u); err != nil {
+			log.Fatal(err)
+		}
+	}
+	opt.ContextTimeoutEnabled = true
+	return redis.NewClient(opt)
+}
+
+type CategoryStats struct {
+	Products int     `json:"products"`
+	AvgPrice float64 `json:"avg_price"`
+}
+
+func Example() {
+	rdb := exampleRedis()
+	defer rdb.Close()
+	reg := prometheus.NewRegistry()
+
+	stats, err := cachex.New(rdb, cachex.JSON[CategoryStats]{}, cachex.Options{
+		Name:       "example_category_stats",
+		TTL:        30 * time.Second,
+		Registerer: reg,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stats.Close()
+	ctx := context.Background()
+	_ = stats.Invalidate(ctx, "garden") // start from nothing
+
+	expensiveQuery := func(ctx context.Context) (CategoryStats, error) {
+		return CategoryStats{Products: 412, AvgPrice: 23.5}, nil // a slow aggregate in real life
+	}
+	s, err := stats.Get(ctx, "garden", expensiveQuery)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(s.Products, s.AvgPrice)
+	// Output: 412 23.5
+}
+
+func ExampleCache_GetMany() {
+	rdb := exampleRedis()
+	defer rdb.Close()
+	names, err := cachex.New(rdb, cachex.JSON[string]{}, cachex.Options{Name: "example_product_name", TTL: time.Minute})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer names.Close()
+	ctx := context.Background()
+	_ = names.Invalidate(ctx, "1", "2", "3")
+
+	// One loader call for all the keys that are not cached; a key it leaves
+	// out does not exist.
+	byIDs := func(ctx context.Context, ids []string) (map[string]string, error) {
+		found := map[string]string{}
+		for _, id := range ids {
+			if id != "3" {
+				found[id] = "product " + id
+			}
+		}
+		return found, nil
+	}
+	got, err := names.GetMany(ctx, []string{"1", "2", "3"}, byIDs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(got), got["1"], got["2"])
+	// Output: 2 product 1 product 2
+}
+
+func ExampleErrNotFound() {
+	rdb := exampleRedis()
+	defer rdb.Close()
+	products, err := cachex.New(rdb, cachex.JSON[string]{}, cachex.Options{
+		Name: "example_product", TTL: time.Minute, NegativeTTL: 5 * time.Second,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer products.Close()
+	ctx := context.Background()
+	_ = products.Invalidate(ctx, "404")
+
+	errNoSuchProduct := errors.New("no such product")
+	load := func(ctx context.Context) (string, error) {
+		// Wrap both: the cache recognises ErrNotFound, callers their own error.
+		return "", fmt.Errorf("%w: %w", cachex.ErrNotFound, errNoSuchProduct)
+	}
+	_, err = products.Get(ctx, "404", load)
+	fmt.Println(errors.Is(err, cachex.ErrNotFound), errors.Is(err, errNoSuchProduct))
+	_, err = products.Get(ctx, "404", load) // served from the cached answer
+	fmt.Println(errors.Is(err, cachex.ErrNotFound))
+	// Output:
+	// true true
+	// true
+}
+
+func ExampleCache_SetStrategy() {
+	rdb := exampleRedis()
+	defer rdb.Close()
+	c, err := cachex.New(rdb, cachex.Raw{}, cachex.Options{Name: "example_page", TTL: time.Minute})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	// Show the stampede: switch to the plain read-through baseline...
+	if err := c.SetStrategy(cachex.TTL); err != nil {
+		log.Fatal(err)
+	}
+	// ...and back. An unknown name is refused.
+	fmt.Println(c.SetStrategy(cachex.XFetch), c.SetStrategy("lru") != nil, c.Strategy())
+	// Output: <nil> true xfetch
+}

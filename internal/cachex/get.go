@@ -1,0 +1,346 @@
+package cachex
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Get returns the value of key, calling load to compute it when the cache has
+// no fresh value. What happens depends on the strategy:
+//
+//   - XFetch: a fresh value is served from one GET; now and then, ever more
+//     likely towards expiry, the read also starts a refresh in the background
+//     (deduplicated in this process and, by a lock in Redis, across
+//     instances). A miss waits for one recompute per key per process, and for
+//     another instance's recompute when that instance holds the key's lock.
+//   - TTL: every caller that finds no fresh value recomputes (the baseline).
+//   - None: every call recomputes.
+//
+// When Redis is unreachable, Get computes without it (one recompute per key in
+// this process at a time) and does not return Redis's error. When the loader
+// fails and Redis still holds the expired value (within Grace), that value is
+// served. load runs with a context detached from ctx (values kept,
+// cancellation not), bounded by LoadTimeout, and may still run after Get has
+// returned. A loader's ErrNotFound is returned (and cached, with NegativeTTL).
+func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Context) (V, error), opts ...GetOption) (V, error) {
+	switch c.Strategy() {
+	case None:
+		c.m.gets[resultMiss].Inc()
+		v, _, err := c.compute(ctx, load, reasonMiss)
+		return v, err
+	case TTL:
+		return c.getTTL(ctx, key, load)
+	}
+	return c.getXFetch(ctx, key, load, c.callBeta(opts))
+}
+
+// callBeta is the beta of one read: the cache's, unless an option says
+// otherwise.
+func (c *Cache[V]) callBeta(opts []GetOption) float64 {
+	if len(opts) == 0 {
+		return c.Beta()
+	}
+	g := getConfig{beta: c.Beta()}
+	for _, o := range opts {
+		o(&g)
+	}
+	return g.beta
+}
+
+// lookup reads and decodes key. It returns the entry and value when Redis
+// holds a valid one (fresh or not), found=false on a miss or a corrupt
+// entry, and down=true when Redis cannot be reached.
+func (c *Cache[V]) lookup(ctx context.Context, rk string) (e entry, v V, found, down bool, err error) {
+	if !c.brk.allow() {
+		return e, v, false, true, nil
+	}
+	var raw string
+	err = c.redisCall(ctx, "get", func(ctx context.Context) error {
+		var err error
+		raw, err = c.rdb.Get(ctx, rk).Result()
+		return err
+	})
+	switch {
+	case err == nil:
+	case errors.Is(err, redis.Nil):
+		return e, v, false, false, nil
+	case ctx.Err() != nil:
+		return e, v, false, false, ctx.Err()
+	case unreachable(err):
+		return e, v, false, true, nil
+	default: // an error reply, e.g. WRONGTYPE: a foreign key, overwritten below
+		return e, v, false, false, nil
+	}
+	if e, err = decodeEntry(bytesOf(raw)); err == nil {
+		if v, err = c.decode(e); err == nil || errors.Is(err, ErrNotFound) {
+			return e, v, true, false, nil
+		}
+	}
+	c.m.redisErrs.WithLabelValues("decode").Inc()
+	return entry{corrupt: true}, v, false, false, nil
+}
+
+func (c *Cache[V]) getXFetch(ctx context.Context, key string, load func(context.Context) (V, error), beta float64) (V, error) {
+	rk := c.redisKey(key)
+	e, v, found, down, err := c.lookup(ctx, rk)
+	if err != nil {
+		return v, err
+	}
+	if down {
+		return c.bypass(ctx, key, load)
+	}
+	if found {
+		now := c.opts.Now()
+		if now.Before(e.expiry) {
+			if shouldRefresh(now, e.expiry, e.delta, beta, uniformOpen(c.opts.Rand())) {
+				c.m.gets[resultEarlyRefresh].Inc()
+				c.refreshAsync(key, load, e, e.expiry.Sub(now))
+			} else {
+				c.m.gets[resultHit].Inc()
+			}
+			return v, c.negativeErr(e)
+		}
+		if c.refreshInFlight(key) {
+			// Expired a moment ago while this process refreshes it: serve
+			// the old value until the new one lands rather than wait.
+			c.m.gets[resultStale].Inc()
+			return v, c.negativeErr(e)
+		}
+		return c.recompute(ctx, key, load, e, true)
+	}
+	return c.recompute(ctx, key, load, e, false)
+}
+
+// negativeErr is the error a read of e returns.
+func (c *Cache[V]) negativeErr(e entry) error {
+	if e.negative {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// getTTL is plain read-through: no early refresh, no deduplication.
+func (c *Cache[V]) getTTL(ctx context.Context, key string, load func(context.Context) (V, error)) (V, error) {
+	rk := c.redisKey(key)
+	e, v, found, down, err := c.lookup(ctx, rk)
+	if err != nil {
+		return v, err
+	}
+	if down {
+		return c.bypass(ctx, key, load)
+	}
+	if found && c.opts.Now().Before(e.expiry) {
+		c.m.gets[resultHit].Inc()
+		return v, c.negativeErr(e)
+	}
+	reason := reasonMiss
+	if found {
+		reason = reasonExpired
+	}
+	nv, delta, lerr := c.compute(ctx, load, reason)
+	if lerr != nil && !errors.Is(lerr, ErrNotFound) {
+		if found {
+			c.m.gets[resultStale].Inc()
+			return v, c.negativeErr(e)
+		}
+		c.m.gets[resultMiss].Inc()
+		return nv, lerr
+	}
+	c.m.gets[resultMiss].Inc()
+	c.store(ctx, rk, "", nv, lerr, delta)
+	return nv, lerr
+}
+
+// bypass computes without Redis, one recompute per key in this process.
+func (c *Cache[V]) bypass(ctx context.Context, key string, load func(context.Context) (V, error)) (V, error) {
+	f, leader := c.loads.join(key)
+	if leader {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			lctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
+			defer cancel()
+			v, _, err := c.compute(lctx, load, reasonMiss)
+			c.loads.land(key, f, v, resultBypass, err)
+		}()
+	}
+	v, _, err := f.wait(ctx)
+	c.m.gets[resultBypass].Inc()
+	return v, err
+}
+
+// recompute serves a miss or, with expired set, the expired entry e: it
+// waits for the key's one recompute in this process, which it starts if none
+// is in flight. (e is passed by value so that a hit never allocates it.)
+func (c *Cache[V]) recompute(ctx context.Context, key string, load func(context.Context) (V, error), e entry, expired bool) (V, error) {
+	f, leader := c.loads.join(key)
+	if leader {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			lctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
+			defer cancel()
+			var stale *entry
+			seen := "" // what the caller found in Redis (see lockSrc)
+			switch {
+			case expired:
+				stale, seen = &e, seenHeader(&e)
+			case e.corrupt:
+				seen = "*"
+			}
+			v, result, err := c.lead(lctx, key, load, stale, seen)
+			c.loads.land(key, f, v, result, err)
+		}()
+	}
+	v, result, err := f.wait(ctx)
+	c.m.gets[result].Inc()
+	return v, err
+}
+
+// lead runs the recompute that a process's callers wait for. It takes the
+// key's lock in Redis (the lease). If another instance holds it, that
+// instance is recomputing: an expired value is served meanwhile, and a cold
+// miss waits up to LeaseWait for the other instance's value instead of
+// recomputing too.
+func (c *Cache[V]) lead(ctx context.Context, key string, load func(context.Context) (V, error), stale *entry, seen string) (V, string, error) {
+	rk := c.redisKey(key)
+	reason := reasonMiss
+	if stale != nil {
+		reason = reasonExpired
+	}
+	token := ""
+	if !c.opts.NoLease {
+		t := newToken()
+		switch state, err := c.lock(ctx, rk, t, seen); {
+		case err != nil: // Redis trouble: compute without the lease
+		case state == locked:
+			token = t
+		case state == changed: // written since we looked: read it, no recompute needed
+			if e, v, found, _, _ := c.lookup(ctx, rk); found && !e.negative && c.opts.Now().Before(e.expiry) {
+				return v, resultHit, nil
+			}
+		case stale != nil: // another instance is recomputing: serve the old value meanwhile
+			sv, err := c.decode(*stale)
+			return sv, resultStale, err
+		default:
+			if v, ok := c.awaitOther(ctx, rk, stale); ok {
+				return v, resultMiss, nil
+			}
+		}
+	}
+	v, delta, err := c.compute(ctx, load, reason)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		c.unlock(rk, token)
+		if stale != nil {
+			sv, serr := c.decode(*stale)
+			if serr == nil || errors.Is(serr, ErrNotFound) {
+				return sv, resultStale, serr
+			}
+		}
+		return v, resultMiss, err
+	}
+	c.store(ctx, rk, token, v, err, delta)
+	return v, resultMiss, err
+}
+
+// awaitOther polls for the value another instance is computing, until a
+// fresh entry newer than stale appears or LeaseWait passes.
+func (c *Cache[V]) awaitOther(ctx context.Context, rk string, stale *entry) (V, bool) {
+	var zero V
+	deadline := time.Now().Add(c.opts.LeaseWait)
+	pause := 2 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return zero, false
+		case <-time.After(pause):
+		}
+		e, v, found, down, err := c.lookup(ctx, rk)
+		if err != nil || down {
+			return zero, false
+		}
+		if found && c.opts.Now().Before(e.expiry) && (stale == nil || e.computedAt.After(stale.computedAt)) && !e.negative {
+			return v, true
+		}
+		if time.Now().After(deadline) {
+			return zero, false
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// Outcomes of lock.
+const (
+	locked  = 1  // the caller holds the key's lock
+	held    = 0  // another caller holds it
+	changed = -1 // the value is no longer the one the caller saw
+)
+
+// lock tries to take the key's lock for token, provided the value is still
+// the one seen (see lockSrc).
+func (c *Cache[V]) lock(ctx context.Context, rk, token, seen string) (int, error) {
+	if !c.brk.allow() {
+		return 0, errBreakerOpen
+	}
+	var state int64
+	err := c.redisCall(ctx, "lock", func(ctx context.Context) error {
+		var err error
+		state, err = c.scripts.lock.Run(ctx, c.rdb, []string{rk, lockKey(rk)}, token, c.opts.LoadTimeout.Milliseconds(), seen).Int64()
+		return err
+	})
+	return int(state), err
+}
+
+// seenHeader is what lockSrc compares the stored envelope with; nil means
+// the key was absent.
+func seenHeader(e *entry) string {
+	if e == nil {
+		return ""
+	}
+	return string(e.header[:])
+}
+
+// unlock releases the key's lock if token still holds it; "" is a no-op.
+func (c *Cache[V]) unlock(rk, token string) {
+	if token == "" || !c.brk.allow() {
+		return
+	}
+	_ = c.redisCall(c.base, "unlock", func(ctx context.Context) error {
+		return c.scripts.unlock.Run(ctx, c.rdb, []string{lockKey(rk)}, token).Err()
+	})
+}
+
+// store writes a computed value (or, for ErrNotFound, a negative entry or a
+// deletion). With a token it writes only while the lock is still the
+// caller's, and releases it.
+func (c *Cache[V]) store(ctx context.Context, rk, token string, v V, loadErr error, delta time.Duration) {
+	notFound := errors.Is(loadErr, ErrNotFound)
+	var payload []byte
+	var keep time.Duration
+	if !notFound || c.opts.NegativeTTL > 0 {
+		var err error
+		if payload, keep, err = c.encode(v, notFound, delta); err != nil {
+			c.m.redisErrs.WithLabelValues("encode").Inc()
+			c.unlock(rk, token)
+			return
+		}
+	}
+	if !c.brk.allow() {
+		return
+	}
+	_ = c.redisCall(ctx, "set", func(ctx context.Context) error {
+		switch {
+		case token != "":
+			return c.scripts.finish.Run(ctx, c.rdb, []string{rk, lockKey(rk)}, token, payload, keep.Milliseconds()).Err()
+		case payload == nil:
+			return c.rdb.Del(ctx, rk).Err()
+		default:
+			return c.rdb.Set(ctx, rk, payload, keep).Err()
+		}
+	})
+}
+
+var errBreakerOpen = errors.New("cachex: Redis circuit breaker open")

@@ -1,0 +1,411 @@
+package cachex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// GetMany returns the values of keys, read in one round trip per Redis node:
+// an MGET on a single server, pipelined GETs on a cluster (no cross-slot
+// command). It decides XFetch per key like Get; early refreshes run in the
+// background as one batch. Every key without a fresh value (missing or
+// expired) is computed by ONE call of load, deduplicated against recomputes
+// of the same keys in flight in this process, and written back in one
+// pipeline.
+//
+// load returns the values it found; a key it leaves out does not exist: it
+// is absent from the result (and cached as not found, with NegativeTTL). If
+// load fails, keys with an expired value within Grace are served stale and
+// GetMany returns the values it has together with the loader's error.
+// Batch misses are not leased across instances (see docs/cachex.md).
+func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx context.Context, keys []string) (map[string]V, error), opts ...GetOption) (map[string]V, error) {
+	out := make(map[string]V, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	strategy := c.Strategy()
+	if strategy == None {
+		keys = unique(keys)
+		for range keys {
+			c.m.gets[resultMiss].Inc()
+		}
+		return out, c.loadInto(ctx, out, keys, load, reasonMiss)
+	}
+	beta := c.callBeta(opts)
+	if strategy == TTL {
+		beta = 0
+	}
+
+	entries, values, down, err := c.readMany(ctx, keys)
+	if err != nil {
+		return out, err
+	}
+	if down {
+		keys = unique(keys)
+		return out, c.waitMany(ctx, out, keys, c.startMany(ctx, keys, nil, load, false))
+	}
+	// Repeated keys are read twice (harmless) and deduplicated below, where
+	// it matters: before loading or refreshing.
+	var need, early []string
+	var stale, seen map[string]*entry // rare: made on first use
+	now := c.opts.Now()
+	for i, k := range keys {
+		e := &entries[i]
+		switch {
+		case !e.found:
+			need = append(need, k)
+		case now.Before(e.expiry):
+			if shouldRefresh(now, e.expiry, e.delta, beta, uniformOpen(c.opts.Rand())) {
+				c.m.gets[resultEarlyRefresh].Inc()
+				early = append(early, k)
+				if seen == nil {
+					seen = map[string]*entry{}
+				}
+				seen[k] = e
+			} else {
+				c.m.gets[resultHit].Inc()
+			}
+			if !e.negative {
+				out[k] = values[i]
+			}
+		default:
+			need = append(need, k)
+			if stale == nil {
+				stale = map[string]*entry{}
+			}
+			stale[k] = e
+		}
+	}
+	early, need = unique(early), unique(need)
+	if len(early) > 0 {
+		c.refreshManyAsync(early, seen, load)
+	}
+	if len(need) == 0 {
+		return out, nil
+	}
+	if strategy == TTL { // the baseline: no deduplication
+		return out, c.loadTTL(ctx, out, need, stale, load)
+	}
+	return out, c.waitMany(ctx, out, need, c.startMany(ctx, need, stale, load, true))
+}
+
+// readMany fetches and decodes keys; entries[i].found is false for a miss or
+// a corrupt entry, values[i] is the decoded value. down reports Redis
+// unreachable.
+func (c *Cache[V]) readMany(ctx context.Context, keys []string) (entries []entry, values []V, down bool, err error) {
+	if !c.brk.allow() {
+		return nil, nil, true, nil
+	}
+	rks := c.redisKeys(keys)
+	var raws []any
+	err = c.redisCall(ctx, "get", func(ctx context.Context) error {
+		if single, ok := c.rdb.(*redis.Client); ok {
+			var err error
+			raws, err = single.MGet(ctx, rks...).Result()
+			return err
+		}
+		cmds := make([]*redis.StringCmd, len(rks))
+		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, rk := range rks {
+				cmds[i] = p.Get(ctx, rk)
+			}
+			return nil
+		})
+		raws = make([]any, len(cmds))
+		for i, cmd := range cmds {
+			if s, err := cmd.Result(); err == nil {
+				raws[i] = s
+			}
+		}
+		if errors.Is(err, redis.Nil) {
+			err = nil // some keys missing: not a failure
+		}
+		return err
+	})
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return nil, nil, false, ctx.Err()
+	case unreachable(err):
+		return nil, nil, true, nil
+	}
+	entries, values = make([]entry, len(keys)), make([]V, len(keys))
+	for i, raw := range raws {
+		s, ok := raw.(string)
+		if !ok {
+			continue
+		}
+		e, err := decodeEntry(bytesOf(s))
+		if err == nil && !e.negative {
+			values[i], err = c.decode(e)
+		}
+		if err != nil {
+			c.m.redisErrs.WithLabelValues("decode").Inc()
+			continue
+		}
+		e.found = true
+		entries[i] = e
+	}
+	return entries, values, false, nil
+}
+
+// redisKeys builds the Redis keys of keys in one allocation.
+func (c *Cache[V]) redisKeys(keys []string) []string {
+	n := 0
+	for _, k := range keys {
+		n += len(c.opts.Prefix) + len(k) + 2
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, k := range keys {
+		b.WriteByte('{')
+		b.WriteString(c.opts.Prefix)
+		b.WriteString(k)
+		b.WriteByte('}')
+	}
+	all, rks, at := b.String(), make([]string, len(keys)), 0
+	for i, k := range keys {
+		end := at + len(c.opts.Prefix) + len(k) + 2
+		rks[i] = all[at:end]
+		at = end
+	}
+	return rks
+}
+
+// startMany joins or starts the in-process recompute of each key. Keys this
+// call leads are loaded by one call of load in the background (and written
+// back when store is set). It returns the flights to wait for, by key.
+func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[string]*entry, load func(context.Context, []string) (map[string]V, error), store bool) map[string]*flight[V] {
+	fs := make(map[string]*flight[V], len(keys))
+	var led []string
+	for _, k := range keys {
+		f, leader := c.loads.join(k)
+		fs[k] = f
+		if leader {
+			led = append(led, k)
+		}
+	}
+	if len(led) == 0 {
+		return fs
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		lctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
+		defer cancel()
+		vals, delta, err := c.computeMany(lctx, led, stale, load)
+		if err == nil && store {
+			c.storeMany(lctx, led, vals, delta)
+		}
+		for _, k := range led {
+			v, found := vals[k]
+			switch {
+			case !store:
+				c.land(k, fs[k], v, found, resultBypass, err)
+			case err != nil && stale[k] != nil:
+				sv, serr := c.decode(*stale[k])
+				c.loads.land(k, fs[k], sv, resultStale, serr)
+			default:
+				c.land(k, fs[k], v, found, resultMiss, err)
+			}
+		}
+	}()
+	return fs
+}
+
+// land completes a key's flight: its value, not found, or the batch's error.
+func (c *Cache[V]) land(k string, f *flight[V], v V, found bool, result string, err error) {
+	if err == nil && !found {
+		err = ErrNotFound
+	}
+	c.loads.land(k, f, v, result, err)
+}
+
+// computeMany calls the batch loader once and counts one recompute per key.
+func (c *Cache[V]) computeMany(ctx context.Context, keys []string, stale map[string]*entry, load func(context.Context, []string) (map[string]V, error)) (map[string]V, time.Duration, error) {
+	start := time.Now()
+	vals, err := load(ctx, keys)
+	delta := time.Since(start)
+	expired := 0
+	for _, k := range keys {
+		if stale[k] != nil {
+			expired++
+		}
+	}
+	c.m.duration.Observe(delta.Seconds())
+	c.countRecomputes(reasonExpired, expired, err)
+	c.countRecomputes(reasonMiss, len(keys)-expired, err)
+	return vals, delta, err
+}
+
+// waitMany collects the flights of keys into out. Keys that do not exist are
+// left out; the first other error is returned after all flights ended.
+func (c *Cache[V]) waitMany(ctx context.Context, out map[string]V, keys []string, fs map[string]*flight[V]) error {
+	var firstErr error
+	for _, k := range keys {
+		v, result, err := fs[k].wait(ctx)
+		c.m.gets[result].Inc()
+		switch {
+		case err == nil:
+			out[k] = v
+		case errors.Is(err, ErrNotFound):
+		case firstErr == nil:
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
+// loadInto calls load once for keys without Redis and without deduplication
+// (strategy None).
+func (c *Cache[V]) loadInto(ctx context.Context, out map[string]V, keys []string, load func(context.Context, []string) (map[string]V, error), reason string) error {
+	start := time.Now()
+	vals, err := load(ctx, keys)
+	c.m.duration.Observe(time.Since(start).Seconds())
+	c.countRecomputes(reason, len(keys), err)
+	for k, v := range vals {
+		out[k] = v
+	}
+	return err
+}
+
+// loadTTL is the baseline for batches: load what is missing, write it back,
+// no deduplication.
+func (c *Cache[V]) loadTTL(ctx context.Context, out map[string]V, keys []string, stale map[string]*entry, load func(context.Context, []string) (map[string]V, error)) error {
+	vals, delta, err := c.computeMany(ctx, keys, stale, load)
+	for _, k := range keys {
+		if err != nil && stale[k] != nil {
+			if v, serr := c.decode(*stale[k]); serr == nil {
+				out[k] = v
+				c.m.gets[resultStale].Inc()
+				continue
+			}
+		}
+		c.m.gets[resultMiss].Inc()
+		if v, ok := vals[k]; ok {
+			out[k] = v
+		}
+	}
+	if err == nil {
+		c.storeMany(ctx, keys, vals, delta)
+	}
+	return err
+}
+
+// storeMany writes the values of keys (negative entries or deletions for the
+// keys without one) in one pipeline.
+func (c *Cache[V]) storeMany(ctx context.Context, keys []string, vals map[string]V, delta time.Duration) {
+	if !c.brk.allow() {
+		return
+	}
+	_ = c.redisCall(ctx, "set", func(ctx context.Context) error {
+		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				v, found := vals[k]
+				rk := c.redisKey(k)
+				if !found && c.opts.NegativeTTL <= 0 {
+					p.Del(ctx, rk)
+					continue
+				}
+				payload, keep, err := c.encode(v, !found, delta)
+				if err != nil {
+					return err
+				}
+				p.Set(ctx, rk, payload, keep)
+			}
+			return nil
+		})
+		return err
+	})
+}
+
+// refreshManyAsync refreshes keys early in the background: one lock per key
+// (taken in one pipeline), one batch load for the keys whose lock it got, one
+// pipelined write-back guarded by those locks.
+func (c *Cache[V]) refreshManyAsync(keys []string, seen map[string]*entry, load func(context.Context, []string) (map[string]V, error)) {
+	c.inBackground(keys, func(ctx context.Context, mine []string) {
+		c.refreshMany(ctx, mine, seen, load)
+	})
+}
+
+func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[string]*entry, load func(context.Context, []string) (map[string]V, error)) {
+	if !c.brk.allow() {
+		return
+	}
+	token := newToken() // one token for the batch: each lock is still per key
+	locks := make([]*redis.Cmd, len(keys))
+	err := c.redisCall(ctx, "lock", func(ctx context.Context) error {
+		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range keys {
+				rk := c.redisKey(k)
+				locks[i] = c.scripts.lock.Eval(ctx, p, []string{rk, lockKey(rk)}, token, c.opts.LoadTimeout.Milliseconds(), seenHeader(seen[k]))
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return
+	}
+	var mine []string // the keys whose lock this call holds
+	for i, k := range keys {
+		switch state, _ := locks[i].Int64(); state {
+		case locked:
+			mine = append(mine, k)
+		case held:
+			c.m.contended.Inc()
+		}
+	}
+	if len(mine) == 0 {
+		return
+	}
+	start := time.Now()
+	vals, err := load(ctx, mine)
+	delta := time.Since(start)
+	c.m.duration.Observe(delta.Seconds())
+	c.countRecomputes(reasonEarly, len(mine), err)
+	_ = c.redisCall(ctx, "set", func(ctx context.Context) error {
+		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range mine {
+				rk := c.redisKey(k)
+				if err != nil { // release; keep serving the current values
+					c.scripts.unlock.Eval(ctx, p, []string{lockKey(rk)}, token)
+					continue
+				}
+				v, found := vals[k]
+				var payload []byte
+				var keep time.Duration
+				if found || c.opts.NegativeTTL > 0 {
+					var eerr error
+					if payload, keep, eerr = c.encode(v, !found, delta); eerr != nil {
+						return fmt.Errorf("encode %s: %w", k, eerr)
+					}
+				}
+				c.scripts.finish.Eval(ctx, p, []string{rk, lockKey(rk)}, token, payload, keep.Milliseconds())
+			}
+			return nil
+		})
+		return err
+	})
+}
+
+// unique returns keys without repeats, in first-seen order.
+func unique(keys []string) []string {
+	if len(keys) < 2 {
+		return keys
+	}
+	seen := make(map[string]struct{}, len(keys))
+	out := keys[:0:0]
+	for _, k := range keys {
+		if _, ok := seen[k]; !ok {
+			seen[k] = struct{}{}
+			out = append(out, k)
+		}
+	}
+	return out
+}

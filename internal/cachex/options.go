@@ -1,0 +1,151 @@
+package cachex
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Strategy selects how a Cache serves reads. It can be changed at run time
+// with Cache.SetStrategy; entries written under one strategy are read by all.
+type Strategy string
+
+const (
+	// XFetch serves from Redis and refreshes probabilistically before expiry
+	// in the background, deduplicated in-process and across instances. The
+	// default.
+	XFetch Strategy = "xfetch"
+	// TTL is a plain read-through cache: on a miss or after expiry every
+	// caller recomputes. It is here as the stampede baseline.
+	TTL Strategy = "ttl"
+	// None does not cache: every read calls the loader.
+	None Strategy = "none"
+)
+
+// ParseStrategy returns the Strategy named s or an error naming the choices.
+func ParseStrategy(s string) (Strategy, error) {
+	switch Strategy(s) {
+	case XFetch, TTL, None:
+		return Strategy(s), nil
+	}
+	return "", fmt.Errorf("cachex: unknown strategy %q (want xfetch, ttl or none)", s)
+}
+
+// Options configure a Cache. Zero fields take the defaults documented on
+// each; only Name and TTL are required.
+type Options struct {
+	// Name is the cache's class name: the `cache` label on metrics and part
+	// of every Redis key. Low cardinality: "product", never a product id.
+	Name string
+	// TTL is the logical lifetime of a value: after it a read recomputes.
+	TTL time.Duration
+	// Grace is how much longer Redis keeps a value after its logical expiry,
+	// to be served if the recompute fails (stale-if-error). Default: TTL.
+	Grace time.Duration
+	// Beta scales early refresh: larger refreshes earlier; 0 disables it.
+	// Default 1. See docs/cachex.md for choosing it.
+	Beta float64
+	// NoEarlyRefresh sets the default Beta to 0 (a zero Beta means "default").
+	NoEarlyRefresh bool
+	// Strategy is the initial strategy. Default XFetch.
+	Strategy Strategy
+	// Prefix starts every Redis key. Default Name + ":". Keys are
+	// "{Prefix+key}" and "{Prefix+key}:lock", one hash slot per key.
+	Prefix string
+
+	// Timeout bounds each Redis call. Default 100ms. The client must honour
+	// context deadlines (redis.Options.ContextTimeoutEnabled) or have read
+	// and write timeouts no longer than this; New checks. A client whose own
+	// read and write timeouts are within Timeout spares each call a context
+	// deadline (about 5 allocations per read).
+	Timeout time.Duration
+	// LoadTimeout bounds a recompute, which runs detached from the caller's
+	// context so that one caller giving up does not fail the others waiting
+	// for the same key. Default 10s.
+	LoadTimeout time.Duration
+	// LeaseWait is how long a cold miss waits for another instance that
+	// holds the key's lock to write the value, before computing itself.
+	// Default 2s; 0 with NoLease never waits.
+	LeaseWait time.Duration
+	// NoLease makes cold misses compute without asking other instances.
+	NoLease bool
+	// MaxRefreshes bounds background early refreshes in flight in this
+	// process; more are skipped (the current value is still fresh). Default 64.
+	MaxRefreshes int
+	// NegativeTTL, when positive, caches a loader's not-found answer (an
+	// error matching ErrNotFound) for this long. Default 0: not cached.
+	NegativeTTL time.Duration
+
+	// BreakerFailures is how many Redis failures in a row open the breaker;
+	// while open the cache bypasses Redis. Default 5.
+	BreakerFailures int
+	// BreakerCooldown is how long the breaker stays open before one probe
+	// call may try Redis again. Default 1s.
+	BreakerCooldown time.Duration
+
+	// Registerer receives the cachex_* metrics; several caches may share one.
+	// Nil registers nothing.
+	Registerer prometheus.Registerer
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Rand returns uniform numbers in [0,1) for XFetch. It must be safe for
+	// concurrent use. Default math/rand/v2's Float64.
+	Rand func() float64
+}
+
+// ErrNotFound is what a loader returns, possibly wrapped together with an
+// error of its own (fmt.Errorf("%w: %w", cachex.ErrNotFound, err)), when the
+// value does not exist. With NegativeTTL set the answer is cached, and reads
+// of the cached answer return ErrNotFound itself.
+var ErrNotFound = errors.New("cachex: not found")
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Name == "" {
+		return o, errors.New("cachex: Options.Name is required")
+	}
+	if o.TTL <= 0 {
+		return o, fmt.Errorf("cachex: %s: Options.TTL must be positive", o.Name)
+	}
+	if o.Beta < 0 || o.Grace < 0 || o.Timeout < 0 || o.LeaseWait < 0 || o.NegativeTTL < 0 {
+		return o, fmt.Errorf("cachex: %s: negative Beta, Grace, Timeout, LeaseWait or NegativeTTL", o.Name)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&o.Grace, o.TTL)
+	def(&o.Timeout, 100*time.Millisecond)
+	def(&o.LoadTimeout, 10*time.Second)
+	def(&o.BreakerCooldown, time.Second)
+	if o.LeaseWait == 0 && !o.NoLease {
+		o.LeaseWait = 2 * time.Second
+	}
+	if o.Beta == 0 && !o.NoEarlyRefresh {
+		o.Beta = 1
+	}
+	if o.Strategy == "" {
+		o.Strategy = XFetch
+	}
+	if _, err := ParseStrategy(string(o.Strategy)); err != nil {
+		return o, err
+	}
+	if o.Prefix == "" {
+		o.Prefix = o.Name + ":"
+	}
+	if o.MaxRefreshes <= 0 {
+		o.MaxRefreshes = 64
+	}
+	if o.BreakerFailures <= 0 {
+		o.BreakerFailures = 5
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Rand == nil {
+		o.Rand = randFloat64
+	}
+	return o, nil
+}

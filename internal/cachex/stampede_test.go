@@ -1,0 +1,121 @@
+package cachex
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-lab/stampede/internal/testenv"
+)
+
+// stampede runs readers goroutines, spread over two Cache instances with
+// their own clients, against one hot key whose loader takes 50ms, for run of
+// real time with a 1s TTL. It returns the loader calls, the number of TTL
+// windows the run spanned, and the reads that waited for a recompute after
+// the first fill.
+func stampede(t *testing.T, strategy Strategy, beta float64, run time.Duration) (loads int64, windows float64, waits int) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the stampede runs for seconds of real time")
+	}
+	node := testenv.Redis(t)
+	const ttl = time.Second
+	var calls atomic.Int64
+	load := func(ctx context.Context) (string, error) {
+		calls.Add(1)
+		time.Sleep(50 * time.Millisecond)
+		return "stats", nil
+	}
+	var caches [2]*Cache[string]
+	for i := range caches {
+		// A connection per reader: the background refresh must not queue for
+		// a connection behind 100 readers (size pools for your concurrency).
+		opt := node.Options()
+		opt.ContextTimeoutEnabled, opt.PoolSize = true, 110
+		rdb := redis.NewClient(opt)
+		t.Cleanup(func() { _ = rdb.Close() })
+		caches[i], _ = newCache(t, rdb, JSON[string]{}, Options{Name: "stampede", TTL: ttl, Timeout: time.Second, Strategy: strategy, Beta: beta, NoEarlyRefresh: beta == 0})
+	}
+	ctx := context.Background()
+	// The first fill: both instances miss at once.
+	var wg sync.WaitGroup
+	for _, c := range caches {
+		wg.Go(func() { _, _ = c.Get(ctx, "hot", load) })
+	}
+	wg.Wait()
+	filled := calls.Load()
+	missesAfterFill := gets(caches[0], resultMiss) + gets(caches[1], resultMiss)
+
+	start := time.Now()
+	deadline := start.Add(run)
+	var reads atomic.Int64
+	for i := range 200 {
+		c := caches[i%2]
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				if _, err := c.Get(ctx, "hot", load); err != nil {
+					t.Error(err)
+					return
+				}
+				reads.Add(1)
+				// Each reader sends ~50 requests a second (10k/s in all).
+				// Spinning readers would saturate this two-core machine under
+				// the race detector and starve redis-server, whose replies
+				// then take longer than any refresh lead.
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for _, c := range caches {
+		c.Close()
+	}
+	loads = calls.Load() - filled
+	windows = float64(elapsed) / float64(ttl)
+	waits = gets(caches[0], resultMiss) + gets(caches[1], resultMiss) - missesAfterFill
+	stale := gets(caches[0], resultStale) + gets(caches[1], resultStale)
+	for i, c := range caches {
+		t.Logf("instance %d: recomputes early %d, expired %d, miss %d; contended %v; gets hit %d early %d miss %d bypass %d",
+			i, recomputes(c, reasonEarly, "ok"), recomputes(c, reasonExpired, "ok"), recomputes(c, reasonMiss, "ok"),
+			testutil.ToFloat64(c.m.contended), gets(c, resultHit), gets(c, resultEarlyRefresh), gets(c, resultMiss), gets(c, resultBypass))
+		for _, op := range []string{"get", "set", "lock", "unlock", "decode"} {
+			if n := testutil.ToFloat64(c.m.redisErrs.WithLabelValues(op)); n > 0 {
+				t.Logf("instance %d: %v redis errors on %s", i, n, op)
+			}
+		}
+	}
+	t.Logf("%s beta %.2f: %d reads in %v (%.0f per 50ms), %d recomputes after the fill over %.1f TTL windows (%.2f per window), %d reads waited, %d served stale while a refresh landed",
+		strategy, beta, reads.Load(), elapsed.Round(time.Millisecond), float64(reads.Load())/elapsed.Seconds()/20,
+		loads, windows, float64(loads)/windows, waits, stale)
+	return loads, windows, waits
+}
+
+// TestStampedeXFetch: about one recompute per TTL window and no reader ever
+// waits. beta is chosen for the traffic, as docs/cachex.md explains: the first
+// refresh starts on average beta*delta*(ln(r*beta)+0.577) before expiry, r
+// being reads per delta (here a few hundred to a few thousand), so beta 1
+// would refresh ~300ms early and recompute ~1.3 times per 1s window; beta 0.5
+// halves the lead, and exp(-r*beta) (the chance that no read refreshes
+// before expiry) stays negligible.
+func TestStampedeXFetch(t *testing.T) {
+	recomputes, windows, waits := stampede(t, XFetch, 0.5, 5500*time.Millisecond)
+	if max := 1.1*windows + 1; float64(recomputes) > max {
+		t.Errorf("%d recomputes over %.1f windows, want at most %.1f", recomputes, windows, max)
+	}
+	if waits != 0 {
+		t.Errorf("%d reads waited for a recompute after the first fill, want 0", waits)
+	}
+}
+
+func TestStampedeTTLBaseline(t *testing.T) {
+	recomputes, windows, _ := stampede(t, TTL, 0, 5500*time.Millisecond)
+	if per := float64(recomputes) / windows; per < 5 {
+		t.Errorf("plain TTL caching: %.1f recomputes per window; the baseline should stampede (many per window)", per)
+	}
+}
