@@ -1,0 +1,81 @@
+package lockx
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Options configure a Locker. Zero fields take the documented defaults; only
+// Name is required.
+type Options struct {
+	// Name is the lock class: the `name` label on metrics and part of every
+	// key. Low cardinality ("inventory"), never a resource id.
+	Name string
+	// TTL is how long a lock lives on the servers without an extension.
+	// Default 10s. The watchdog extends it every TTL/3.
+	TTL time.Duration
+	// Wait is how long Acquire tries before it returns ErrNotAcquired.
+	// Default 5s; the caller's context can end it sooner.
+	Wait time.Duration
+	// RetryMin and RetryMax bound the jittered, doubling pause between
+	// attempts when no release wakes the waiter first. Defaults 5ms, 200ms.
+	RetryMin, RetryMax time.Duration
+	// Timeout bounds each call to a server. Default TTL/10. It must be well
+	// below TTL/3 so a dead node cannot hold up the watchdog.
+	Timeout time.Duration
+	// SafetyMargin is how long before the lock's proven validity ends the
+	// holder is told the lock is lost, when no extension succeeded in time.
+	// Default TTL/10.
+	SafetyMargin time.Duration
+	// NoWatchdog disables extension: the lock lives TTL and the holder's
+	// context ends SafetyMargin before that.
+	NoWatchdog bool
+	// Prefix starts every key. Default "lockx:" + Name + ":".
+	Prefix string
+	// Registerer receives the lockx_* metrics; Lockers may share one. Nil
+	// registers nothing.
+	Registerer prometheus.Registerer
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Name == "" {
+		return o, errors.New("lockx: Options.Name is required")
+	}
+	if o.TTL < 0 || o.Wait < 0 || o.RetryMin < 0 || o.RetryMax < 0 || o.Timeout < 0 || o.SafetyMargin < 0 {
+		return o, fmt.Errorf("lockx: %s: negative durations in Options", o.Name)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&o.TTL, 10*time.Second)
+	if o.TTL < 30*time.Millisecond {
+		return o, fmt.Errorf("lockx: %s: TTL %v is too short to extend (want >= 30ms)", o.Name, o.TTL)
+	}
+	def(&o.Wait, 5*time.Second)
+	def(&o.RetryMin, 5*time.Millisecond)
+	def(&o.RetryMax, 200*time.Millisecond)
+	def(&o.Timeout, o.TTL/10)
+	def(&o.SafetyMargin, o.TTL/10)
+	if o.RetryMax < o.RetryMin {
+		o.RetryMax = o.RetryMin
+	}
+	if o.Timeout >= o.TTL/3 {
+		return o, fmt.Errorf("lockx: %s: Timeout %v must be below TTL/3 (%v)", o.Name, o.Timeout, o.TTL/3)
+	}
+	if o.SafetyMargin+drift(o.TTL) >= o.TTL {
+		return o, fmt.Errorf("lockx: %s: SafetyMargin %v leaves no validity in TTL %v", o.Name, o.SafetyMargin, o.TTL)
+	}
+	if o.Prefix == "" {
+		o.Prefix = "lockx:" + o.Name + ":"
+	}
+	return o, nil
+}
+
+// drift is the clock drift Redlock allows for: 1% of the TTL plus 2ms for
+// the servers' expiry granularity.
+func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }

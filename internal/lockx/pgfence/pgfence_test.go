@@ -1,0 +1,148 @@
+package pgfence_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-lab/stampede/internal/lockx"
+	"github.com/stampede-lab/stampede/internal/lockx/pgfence"
+	"github.com/stampede-lab/stampede/internal/testenv"
+)
+
+var inventory = func(id int64) pgfence.Row {
+	return pgfence.Row{Table: "inventory", KeyColumn: "product_id", TokenColumn: "fence_token", Key: id}
+}
+
+func seedProduct(t *testing.T, db *pgxpool.Pool) {
+	t.Helper()
+	_, err := db.Exec(context.Background(), `
+		INSERT INTO categories (id, slug, name) VALUES (1, 'c', 'C');
+		INSERT INTO products (id, category_id, sku, name, price_cents) VALUES (1, 1, 'SKU-1', 'Mug', 900);
+		INSERT INTO inventory (product_id, stock) VALUES (1, 10);`)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reserve is the protected write: claim the row with the token, then
+// change it, in one transaction.
+func reserve(ctx context.Context, db *pgxpool.Pool, token int64, qty int) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if err := pgfence.Claim(ctx, tx, inventory(1), token); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "UPDATE inventory SET reserved = reserved + $1 WHERE product_id = 1", qty)
+		return err
+	})
+}
+
+// TestKleppmannScenario: holder A pauses past its TTL, B acquires and
+// writes, A wakes and writes: A's write is rejected, B's stands.
+func TestKleppmannScenario(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	seedProduct(t, db)
+	node := testenv.Redis(t)
+	newLocker := func() *lockx.Locker {
+		opt := node.Options()
+		opt.ContextTimeoutEnabled = true
+		rdb := redis.NewClient(opt)
+		t.Cleanup(func() { _ = rdb.Close() })
+		// No watchdog: a process-wide pause (GC, a frozen VM) stops it too.
+		l, err := lockx.New([]redis.UniversalClient{rdb}, lockx.Options{Name: "inventory", TTL: 100 * time.Millisecond, NoWatchdog: true, Wait: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Close() })
+		return l
+	}
+	a, b := newLocker(), newLocker()
+
+	lockA, err := a.Acquire(ctx, "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-lockA.Context().Done() // A pauses; its lock runs out meanwhile
+	lockB, err := b.Acquire(ctx, "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reserve(ctx, db, lockB.Token(), 3); err != nil {
+		t.Fatalf("B's write: %v", err)
+	}
+	// A wakes up and, unaware, writes with its old token.
+	if err := reserve(ctx, db, lockA.Token(), 5); !errors.Is(err, pgfence.ErrStaleToken) {
+		t.Fatalf("A's late write: %v, want ErrStaleToken", err)
+	}
+	var reserved int
+	var fence int64
+	if err := db.QueryRow(ctx, "SELECT reserved, fence_token FROM inventory WHERE product_id = 1").Scan(&reserved, &fence); err != nil {
+		t.Fatal(err)
+	}
+	if reserved != 3 || fence != lockB.Token() {
+		t.Fatalf("reserved %d with fence %d, want B's 3 with token %d", reserved, fence, lockB.Token())
+	}
+	// B may write again under the same lock (equal token).
+	if err := reserve(ctx, db, lockB.Token(), 1); err != nil {
+		t.Fatalf("B's second write: %v", err)
+	}
+	_ = lockB.Release(ctx)
+}
+
+func TestClaimMissingRow(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return pgfence.Claim(ctx, tx, inventory(99), 1) })
+	if !errors.Is(err, pgfence.ErrNoRow) {
+		t.Fatalf("Claim on a missing row: %v, want ErrNoRow", err)
+	}
+}
+
+// TestStaleWriterWaitsForTheNewerTransaction: the row lock taken by Claim
+// makes a stale writer that arrives mid-transaction wait, then fail.
+func TestStaleWriterWaitsForTheNewerTransaction(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	seedProduct(t, db)
+	newer, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pgfence.Claim(ctx, newer, inventory(1), 20); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- reserve(ctx, db, 10, 1) }()
+	// The stale writer blocks on the row lock until the newer one commits.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		select {
+		case err := <-done:
+			t.Fatalf("the stale writer finished while the newer transaction was open: %v", err)
+		default:
+		}
+		var waiting int
+		err := db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stale writer never waited for the row lock")
+		}
+	}
+	if err := newer.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, pgfence.ErrStaleToken) {
+		t.Fatalf("stale writer: %v, want ErrStaleToken", err)
+	}
+}

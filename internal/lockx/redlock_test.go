@@ -1,0 +1,169 @@
+package lockx
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stampede-lab/stampede/internal/testenv"
+)
+
+func TestRedlockAcquiresWithAMinorityKilled(t *testing.T) {
+	ctx := context.Background()
+	nodes := testenv.RedisNodes(t, 5)
+	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: time.Second, Wait: 500 * time.Millisecond})
+	nodes[0].Kill()
+	nodes[3].Kill()
+	lk, err := l.Acquire(ctx, "r")
+	if err != nil {
+		t.Fatalf("with 2 of 5 nodes down: %v", err)
+	}
+	held := 0
+	for _, n := range nodes {
+		if n == nodes[0] || n == nodes[3] {
+			continue
+		}
+		if n.Client().Exists(ctx, l.lockKey("r")).Val() == 1 {
+			held++
+		}
+	}
+	if held != 3 {
+		t.Fatalf("lock held on %d live nodes, want 3", held)
+	}
+	if err := lk.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRedlockFailsWithAMajorityKilled(t *testing.T) {
+	ctx := context.Background()
+	nodes := testenv.RedisNodes(t, 5)
+	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: time.Second, Wait: 300 * time.Millisecond})
+	for _, n := range nodes[:3] {
+		n.Kill()
+	}
+	budget, cancel := context.WithTimeout(ctx, 5*time.Second) // far beyond Wait: only Wait can end it first
+	defer cancel()
+	if _, err := l.Acquire(budget, "r"); !errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("with 3 of 5 nodes down: %v, want ErrNotAcquired", err)
+	}
+	if budget.Err() != nil {
+		t.Fatal("Acquire ran past its wait budget")
+	}
+	for _, n := range nodes[3:] {
+		if n.Client().Exists(ctx, l.lockKey("r")).Val() != 0 {
+			t.Fatalf("a failed Acquire left the lock on %s", n.Addr())
+		}
+	}
+}
+
+func TestRedlockPausedMinorityDoesNotStallAcquire(t *testing.T) {
+	ctx := context.Background()
+	nodes := testenv.RedisNodes(t, 5)
+	const timeout = 50 * time.Millisecond
+	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: time.Second, Timeout: timeout})
+	nodes[1].Pause()
+	nodes[4].Pause()
+	defer nodes[1].Resume()
+	defer nodes[4].Resume()
+	// The nodes stay frozen for the rest of the test; only the per-node
+	// timeout can end their calls. 20 timeouts of slack for a loaded machine.
+	actx, cancel := context.WithTimeout(ctx, 20*timeout)
+	defer cancel()
+	lk, err := l.Acquire(actx, "r")
+	if err != nil {
+		t.Fatalf("with 2 of 5 nodes paused: %v", err)
+	}
+	_ = lk.Release(ctx)
+}
+
+func TestRedlockWatchdogLosesWhenTheQuorumIsGone(t *testing.T) {
+	ctx := context.Background()
+	nodes := testenv.RedisNodes(t, 5)
+	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: 300 * time.Millisecond})
+	lk, err := l.Acquire(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two nodes lose the key: a quorum of 3 still extends.
+	for _, n := range nodes[:2] {
+		_ = n.Client().Del(ctx, l.lockKey("r")).Err()
+	}
+	waitFor(t, "an extension by the remaining quorum", 5*time.Second, func() bool { return testutil.ToFloat64(l.m.extOK) >= 2 })
+	if lk.Context().Err() != nil {
+		t.Fatalf("lost with a quorum still holding: %v", context.Cause(lk.Context()))
+	}
+	// A third node loses it: no quorum can extend any more.
+	_ = nodes[2].Client().Del(ctx, l.lockKey("r")).Err()
+	<-lk.Context().Done()
+	if !errors.Is(context.Cause(lk.Context()), ErrLost) {
+		t.Fatalf("cause %v, want ErrLost", context.Cause(lk.Context()))
+	}
+	_ = lk.Release(ctx)
+}
+
+func TestFencingTokenSurvivesARestartThatLosesData(t *testing.T) {
+	ctx := context.Background()
+	node := testenv.RedisNodes(t, 1)[0]
+	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: time.Second})
+	var last int64
+	for range 3 {
+		lk, err := l.Acquire(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = lk.Token()
+		_ = lk.Release(ctx)
+	}
+	node.Restart() // the counter is gone with the data
+	waitFor(t, "the node to answer", 5*time.Second, func() bool { return node.Client().Ping(ctx).Err() == nil })
+	lk, err := l.Acquire(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lk.Token() <= last {
+		t.Fatalf("token after the restart %d is not above %d", lk.Token(), last)
+	}
+	_ = lk.Release(ctx)
+}
+
+// TestRedlockTokensIncreaseAcrossHandoffsWhileNodesRestart: 200 handoffs
+// among several clients on 5 nodes; between handoffs nodes are killed and
+// restarted empty. Tokens must strictly increase in handoff order.
+func TestRedlockTokensIncreaseAcrossHandoffsWhileNodesRestart(t *testing.T) {
+	ctx := context.Background()
+	nodes := testenv.RedisNodes(t, 5)
+	var lockers []*Locker
+	for range 4 {
+		l, _ := newLocker(t, clients(t, nodes...), Options{Name: "fence", TTL: time.Second, Wait: 2 * time.Second})
+		lockers = append(lockers, l)
+	}
+	var last int64
+	for i := range 200 {
+		// Node d crashes, comes back empty (its counter restarts from the
+		// server clock, above every token so far), issues the next token,
+		// and crashes again: from then on the others must issue larger
+		// tokens, which holds only because the quorum raised their counters.
+		d := nodes[(i/10)%5]
+		switch i % 10 {
+		case 3, 8:
+			d.Kill()
+		case 6, 9:
+			d.Restart()
+		}
+		lk, err := lockers[i%len(lockers)].Acquire(ctx, "sku-1")
+		if err != nil {
+			t.Fatalf("handoff %d: %v", i, err)
+		}
+		if lk.Token() <= last {
+			t.Fatalf("handoff %d: token %d not above the previous %d", i, lk.Token(), last)
+		}
+		last = lk.Token()
+		if err := lk.Release(ctx); err != nil {
+			t.Fatalf("handoff %d: release: %v", i, err)
+		}
+	}
+}

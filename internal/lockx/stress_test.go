@@ -1,0 +1,87 @@
+package lockx
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stampede-lab/stampede/internal/testenv"
+)
+
+// TestMutualExclusionUnderStress: 2 Lockers x 8 goroutines increment a plain
+// counter under the lock for a few seconds; some holders pause longer than
+// the TTL (the watchdog must keep their lock). The count must be exact, and
+// the recorded holding intervals must not overlap, in token order.
+func TestMutualExclusionUnderStress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for seconds")
+	}
+	ctx := context.Background()
+	node := testenv.Redis(t)
+	const ttl = 300 * time.Millisecond
+	lockers := [2]*Locker{}
+	for i := range lockers {
+		lockers[i], _ = newLocker(t, clients(t, node), Options{Name: "stress", TTL: ttl, Timeout: 80 * time.Millisecond, Wait: time.Minute})
+	}
+	type interval struct {
+		token              int64
+		acquired, released time.Time
+	}
+	var (
+		counter int // deliberately not atomic: the lock is the only guard
+		mu      sync.Mutex
+		history []interval
+		wg      sync.WaitGroup
+	)
+	deadline := time.Now().Add(3 * time.Second)
+	for g := range 16 {
+		l := lockers[g%2]
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 7))
+			for time.Now().Before(deadline) {
+				lk, err := l.Acquire(ctx, "counter")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				acquired := time.Now()
+				v := counter
+				switch r := rng.IntN(100); {
+				case r < 2:
+					time.Sleep(ttl + 50*time.Millisecond) // a pause longer than the TTL
+				case r < 30:
+					time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
+				}
+				counter = v + 1
+				released := time.Now()
+				if lk.Context().Err() != nil {
+					t.Errorf("lock lost during a pause: %v", context.Cause(lk.Context()))
+				}
+				if err := lk.Release(ctx); err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				history = append(history, interval{lk.Token(), acquired, released})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if counter != len(history) {
+		t.Fatalf("counter %d after %d increments: two holders overlapped", counter, len(history))
+	}
+	slices.SortFunc(history, func(a, b interval) int { return a.acquired.Compare(b.acquired) })
+	for i := 1; i < len(history); i++ {
+		prev, cur := history[i-1], history[i]
+		if cur.acquired.Before(prev.released) {
+			t.Fatalf("holding intervals overlap: %+v and %+v", prev, cur)
+		}
+		if cur.token <= prev.token {
+			t.Fatalf("token %d after %d in acquisition order", cur.token, prev.token)
+		}
+	}
+	t.Logf("%d exclusive increments by 16 goroutines on 2 lockers", len(history))
+}
