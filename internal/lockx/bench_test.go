@@ -284,8 +284,7 @@ func pollingTake(rdb redis.UniversalClient, key string) handoffTake {
 	ttl := benchTTL.Milliseconds()
 	return func(ctx context.Context) (func() error, error) {
 		token := newHolder()
-		t := time.NewTimer(0)
-		defer t.Stop()
+		var t *time.Timer
 		for wait := rand.N(pollInterval); ; wait = pollInterval {
 			set := redis.NewBoolCmd(ctx, "set", key, token, "px", ttl, "nx")
 			_ = rdb.Process(ctx, set)
@@ -302,7 +301,12 @@ func pollingTake(rdb redis.UniversalClient, key string) handoffTake {
 					return err
 				}, nil
 			}
-			t.Reset(wait)
+			if t == nil {
+				t = time.NewTimer(wait)
+				defer t.Stop()
+			} else {
+				t.Reset(wait)
+			}
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()

@@ -27,26 +27,30 @@ type Lock struct {
 	mu         sync.Mutex
 	validUntil time.Time   // proven validity (monotonic), minus drift
 	loss       *time.Timer // fires SafetyMargin before validUntil
-	stop       chan struct{}
-	done       chan struct{} // closed when the watchdog has exited
 	released   bool
+
+	// The watchdog is a timer whose callback extends and re-arms it: no
+	// goroutine lives between extensions. wd serialises an extension with
+	// Release.
+	wd      sync.Mutex
+	tick    *time.Timer
+	stopped bool
 }
 
 // start arms the loss timer and the watchdog.
 func (lk *Lock) start(parent context.Context) {
 	lk.acquired = time.Now()
 	lk.ctx, lk.cancel = context.WithCancelCause(parent)
-	lk.stop, lk.done = make(chan struct{}), make(chan struct{})
 	lk.mu.Lock()
 	lk.loss = time.AfterFunc(lk.untilLoss(), func() {
 		lk.lose(fmt.Errorf("%w: validity ran out without an extension", ErrLost))
 	})
 	lk.mu.Unlock()
-	if lk.l.opts.NoWatchdog {
-		close(lk.done)
-		return
+	if !lk.l.opts.NoWatchdog {
+		lk.wd.Lock()
+		lk.tick = time.AfterFunc(lk.l.opts.TTL/3, lk.extend)
+		lk.wd.Unlock()
 	}
-	go lk.watch()
 }
 
 // untilLoss is how long until the holder must be told the lock is lost.
@@ -74,58 +78,47 @@ func (lk *Lock) lose(cause error) {
 	lk.l.m.lost.Inc()
 }
 
-// watch extends the lock every TTL/3 on all nodes. A quorum of extensions
-// moves the validity forward; a quorum that can no longer be reached (the
-// lock is gone on too many nodes) loses the lock at once; failures leave
-// the loss timer to end it.
-func (lk *Lock) watch() {
-	defer close(lk.done)
+// extend is one watchdog tick, run by the timer every TTL/3 on all nodes. A
+// quorum of extensions moves the validity forward; a quorum that can no
+// longer be reached (the lock is gone on too many nodes) loses the lock at
+// once; failures leave the loss timer to end it.
+func (lk *Lock) extend() {
+	lk.wd.Lock()
+	defer lk.wd.Unlock()
+	if lk.stopped || lk.ctx.Err() != nil {
+		return
+	}
 	every := lk.l.opts.TTL / 3
-	t := time.NewTimer(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-lk.stop:
-			return
-		case <-lk.ctx.Done():
-			return
-		case <-t.C:
-		}
-		sent := time.Now()
-		results, errs := lk.l.each(lk.ctx, func(ctx context.Context, n redis.UniversalClient) (int64, error) {
-			return lk.l.scripts.extend.Run(ctx, n, []string{lk.key}, lk.holder, lk.l.opts.TTL.Milliseconds()).Int64()
-		})
-		extended, gone := 0, 0
-		for i, r := range results {
-			switch {
-			case errs[i] != nil:
-			case r == 1:
-				extended++
-			default:
-				gone++
-			}
-		}
+	sent := time.Now()
+	results, errs := lk.l.each(lk.ctx, func(ctx context.Context, n redis.UniversalClient) (int64, error) {
+		return lk.l.scripts.extend.Run(ctx, n, []string{lk.key}, lk.holder, lk.l.opts.TTL.Milliseconds()).Int64()
+	})
+	extended, gone := 0, 0
+	for i, r := range results {
 		switch {
-		case extended >= lk.l.quorum:
-			lk.l.m.extOK.Inc()
-			lk.mu.Lock()
-			lk.validUntil = sent.Add(lk.l.opts.TTL - drift(lk.l.opts.TTL))
-			if lk.loss.Stop() { // not fired: move it
-				lk.loss.Reset(lk.untilLoss())
-			}
-			lk.mu.Unlock()
-			t.Reset(every)
-		case gone > len(lk.l.nodes)-lk.l.quorum:
-			lk.l.m.extLost.Inc()
-			lk.lose(fmt.Errorf("%w: an extension found it gone on %d of %d servers", ErrLost, gone, len(lk.l.nodes)))
-			return
+		case errs[i] != nil:
+		case r == 1:
+			extended++
 		default:
-			if lk.ctx.Err() != nil {
-				return
-			}
-			lk.l.m.extError.Inc()
-			t.Reset(every / 2) // try again sooner; the loss timer is the deadline
+			gone++
 		}
+	}
+	switch {
+	case extended >= lk.l.quorum:
+		lk.l.m.extOK.Inc()
+		lk.mu.Lock()
+		lk.validUntil = sent.Add(lk.l.opts.TTL - drift(lk.l.opts.TTL))
+		if lk.loss.Stop() { // not fired: move it
+			lk.loss.Reset(lk.untilLoss())
+		}
+		lk.mu.Unlock()
+		lk.tick.Reset(every)
+	case gone > len(lk.l.nodes)-lk.l.quorum:
+		lk.l.m.extLost.Inc()
+		lk.lose(fmt.Errorf("%w: an extension found it gone on %d of %d servers", ErrLost, gone, len(lk.l.nodes)))
+	case lk.ctx.Err() == nil:
+		lk.l.m.extError.Inc()
+		lk.tick.Reset(every / 2) // try again sooner; the loss timer is the deadline
 	}
 }
 
@@ -134,7 +127,7 @@ func (lk *Lock) watch() {
 // Locker's Timeout and runs even if ctx has ended. It returns ErrLost if
 // the lock was lost before (work done under it may have overlapped with
 // another holder's), an error if no server could be reached, else nil. No
-// goroutine of the lock outlives Release.
+// extension runs after Release returns.
 func (lk *Lock) Release(ctx context.Context) error {
 	lk.mu.Lock()
 	if lk.released {
@@ -144,8 +137,12 @@ func (lk *Lock) Release(ctx context.Context) error {
 	lk.released = true
 	lk.loss.Stop()
 	lk.mu.Unlock()
-	close(lk.stop)
-	<-lk.done
+	lk.wd.Lock() // waits for an extension in progress
+	lk.stopped = true
+	if lk.tick != nil {
+		lk.tick.Stop()
+	}
+	lk.wd.Unlock()
 
 	lostErr := context.Cause(lk.ctx)
 	lk.cancel(ErrReleased)

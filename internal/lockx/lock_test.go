@@ -167,7 +167,7 @@ func TestPausedServerLosesTheLockBeforeItExpires(t *testing.T) {
 func TestNoGoroutineOutlivesRelease(t *testing.T) {
 	ctx := context.Background()
 	node := testenv.Redis(t)
-	l, _ := newLocker(t, clients(t, node), Options{Name: "leak", TTL: 90 * time.Millisecond})
+	l, _ := newLocker(t, clients(t, node), Options{Name: "leak", TTL: 300 * time.Millisecond, Timeout: 90 * time.Millisecond})
 	// Warm up the client's pool and the locker so their goroutines exist.
 	lk, err := l.Acquire(ctx, "warm")
 	if err != nil {
@@ -175,12 +175,12 @@ func TestNoGoroutineOutlivesRelease(t *testing.T) {
 	}
 	_ = lk.Release(ctx)
 	before := runtime.NumGoroutine()
-	for range 20 {
+	for range 10 {
 		lk, err := l.Acquire(ctx, "r")
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(40 * time.Millisecond) // a watchdog tick (every 30ms) happens
+		time.Sleep(110 * time.Millisecond) // a watchdog tick (every 100ms) happens
 		if err := lk.Release(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 // concurrent use.
 type Locker struct {
 	nodes   []redis.UniversalClient
+	bounded []bool // the node's client bounds every call by its own timeouts
 	quorum  int
 	opts    Options
 	m       *metrics
@@ -37,11 +38,12 @@ func New(nodes []redis.UniversalClient, opts Options) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
+	bounded := make([]bool, len(nodes))
 	for i, n := range nodes {
 		if n == nil {
 			return nil, fmt.Errorf("lockx: %s: client %d is nil", opts.Name, i)
 		}
-		if err := checkTimeouts(n, opts.Timeout); err != nil {
+		if bounded[i], err = checkTimeouts(n, opts.Timeout); err != nil {
 			return nil, fmt.Errorf("lockx: %s: client %d: %w", opts.Name, i, err)
 		}
 	}
@@ -51,6 +53,7 @@ func New(nodes []redis.UniversalClient, opts Options) (*Locker, error) {
 	}
 	return &Locker{
 		nodes:   nodes,
+		bounded: bounded,
 		quorum:  len(nodes)/2 + 1,
 		opts:    opts,
 		m:       m,
@@ -219,10 +222,8 @@ func (l *Locker) releaseAll(key, holder string) (released int, errs []error) {
 // each runs f on every node at once, each call bounded by Timeout.
 func (l *Locker) each(ctx context.Context, f func(context.Context, redis.UniversalClient) (int64, error)) ([]int64, []error) {
 	if len(l.nodes) == 1 { // no goroutine for the common case
-		ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
-		defer cancel()
-		r, err := f(ctx, l.nodes[0])
-		return []int64{r}, []error{ignoreNil(err)}
+		r, err := l.call(ctx, 0, f)
+		return []int64{r}, []error{err}
 	}
 	all := make([]int, len(l.nodes))
 	for i := range all {
@@ -237,15 +238,22 @@ func (l *Locker) on(ctx context.Context, idx []int, f func(context.Context, redi
 	results, errs := make([]int64, len(idx)), make([]error, len(idx))
 	var wg sync.WaitGroup
 	for j, i := range idx {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, l.opts.Timeout)
-			defer cancel()
-			r, err := f(ctx, l.nodes[i])
-			results[j], errs[j] = r, ignoreNil(err)
-		})
+		wg.Go(func() { results[j], errs[j] = l.call(ctx, i, f) })
 	}
 	wg.Wait()
 	return results, errs
+}
+
+// call runs f on node i within Timeout: by a context deadline, unless the
+// node's client bounds the call by its own read and write timeouts.
+func (l *Locker) call(ctx context.Context, i int, f func(context.Context, redis.UniversalClient) (int64, error)) (int64, error) {
+	if !l.bounded[i] {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.opts.Timeout)
+		defer cancel()
+	}
+	r, err := f(ctx, l.nodes[i])
+	return r, ignoreNil(err)
 }
 
 // ignoreNil treats a nil reply as an answer, not an error.
@@ -265,8 +273,9 @@ func newHolder() string {
 }
 
 // checkTimeouts makes sure a paused or unreachable server cannot hold a call
-// longer than timeout.
-func checkTimeouts(rdb redis.UniversalClient, timeout time.Duration) error {
+// longer than timeout. bounded reports that the client's own read and write
+// timeouts ensure it, so calls need no context deadline of their own.
+func checkTimeouts(rdb redis.UniversalClient, timeout time.Duration) (bounded bool, err error) {
 	var ctxOK bool
 	var read, write time.Duration
 	switch c := rdb.(type) {
@@ -280,11 +289,12 @@ func checkTimeouts(rdb redis.UniversalClient, timeout time.Duration) error {
 		o := c.Options()
 		ctxOK, read, write = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
 	default:
-		return nil
+		return false, nil
 	}
-	if ctxOK || (read > 0 && read <= timeout && write > 0 && write <= timeout) {
-		return nil
+	bounded = read > 0 && read <= timeout && write > 0 && write <= timeout
+	if ctxOK || bounded {
+		return bounded, nil
 	}
-	return fmt.Errorf("the client ignores context deadlines and its read/write timeouts (%v/%v) exceed Timeout %v: "+
+	return false, fmt.Errorf("the client ignores context deadlines and its read/write timeouts (%v/%v) exceed Timeout %v: "+
 		"set ContextTimeoutEnabled in its options", read, write, timeout)
 }

@@ -65,6 +65,10 @@ func (w *waker) subscribe(ch string) {
 	_ = w.ps.Subscribe(context.Background(), ch)
 }
 
+// deliver wakes one waiter of this process per release: the lock can go to
+// one holder only, and waking them all would make every waiter retry at
+// once (quadratic attempts under contention). A waiter that loses its retry
+// to another process waits for the next release or its backoff.
 func (w *waker) deliver(msgs <-chan *redis.Message) {
 	for m := range msgs {
 		w.mu.Lock()
@@ -72,7 +76,9 @@ func (w *waker) deliver(msgs <-chan *redis.Message) {
 			select {
 			case c <- struct{}{}:
 			default:
+				continue // already signalled: wake another
 			}
+			break
 		}
 		w.mu.Unlock()
 	}

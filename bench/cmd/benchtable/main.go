@@ -2,9 +2,12 @@
 // prints a Markdown table of it: one row per sub-benchmark, grouped by parent
 // benchmark and mode (seq or parallel), with the median ns/op, B/op and
 // allocs/op over the runs (-count or repeated runs), their spread, the ratio
-// to the group's baseline (the `raw` or `mget` sub-benchmark; the median of
-// the run-by-run ratios) and, where the project set one, whether the goal is
-// met. `make bench` feeds it every benchmark's output.
+// to the group's baseline (the `raw`, `mget`, `1node` or `polling`
+// sub-benchmark; the median of the run-by-run ratios) and, where the project
+// set one, whether the goal is met. Below it, a second table holds the
+// metrics benchmarks report of their own (b.ReportMetric, such as the lock
+// handoff's latency), with their median, spread and goal. `make bench` feeds
+// it every benchmark's output.
 //
 // Usage:
 //

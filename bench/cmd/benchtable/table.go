@@ -43,6 +43,19 @@ type result struct {
 	procs   int
 	iters   int64
 	metrics map[string]float64
+	order   []string // units in the order of the line
+}
+
+// units returns the result's own metrics' units (those not in
+// standardUnits), in the order of the line.
+func (r result) units() []string {
+	var us []string
+	for _, u := range r.order {
+		if !slices.Contains(standardUnits, u) {
+			us = append(us, u)
+		}
+	}
+	return us
 }
 
 // report is everything parse keeps from a run.
@@ -114,6 +127,9 @@ func parseLine(line string) (result, bool) {
 		if err != nil {
 			return result{}, false
 		}
+		if _, dup := res.metrics[f[i+1]]; !dup {
+			res.order = append(res.order, f[i+1])
+		}
 		res.metrics[f[i+1]] = v
 	}
 	if _, ok := res.metrics["ns/op"]; !ok {
@@ -126,7 +142,15 @@ func parseLine(line string) (result, bool) {
 type series struct {
 	parent, variant, mode string
 	ns, bytes, allocs     []float64
+	// extra holds the benchmark's own metrics (b.ReportMetric) by unit;
+	// units lists them in order of first appearance.
+	extra map[string][]float64
+	units []string
 }
+
+// standardUnits are the measurements of the main table; every other unit is
+// a benchmark's own metric.
+var standardUnits = []string{"ns/op", "B/op", "allocs/op", "MB/s"}
 
 // group is a parent benchmark in one mode: the rows compared with each other.
 type group struct {
@@ -135,8 +159,10 @@ type group struct {
 }
 
 // baselines name the sub-benchmark that the others in a group are compared
-// with.
-var baselines = []string{"raw", "mget"}
+// with: the plain go-redis call (raw, mget), a lock on one server for
+// Redlock (1node), a lock without wake-ups for the hot-lock handoff
+// (polling).
+var baselines = []string{"raw", "mget", "1node", "polling"}
 
 // split turns "BenchmarkGet/cachex/seq" into parent "Get", variant "cachex"
 // and mode "seq". The mode is the last element when it is seq or parallel,
@@ -177,6 +203,15 @@ func groups(results []result) []*group {
 		if v, ok := r.metrics["allocs/op"]; ok {
 			s.allocs = append(s.allocs, v)
 		}
+		for _, u := range r.units() {
+			if s.extra == nil {
+				s.extra = map[string][]float64{}
+			}
+			if _, seen := s.extra[u]; !seen {
+				s.units = append(s.units, u)
+			}
+			s.extra[u] = append(s.extra[u], r.metrics[u])
+		}
 	}
 	for _, g := range gs {
 		slices.SortStableFunc(g.rows, func(a, b *series) int {
@@ -212,28 +247,35 @@ func (g *group) row(variant string) *series {
 }
 
 // A goal is what the project promises about one sub-benchmark: a ceiling on
-// its ratio to the baseline (max), or a floor on how many times slower it is
-// than another variant (slowerThan, atLeast).
+// its ratio to the baseline (max), a floor on how many times slower it is
+// than another variant (slowerThan, atLeast), or, with metric, a ceiling
+// (max) on the median of one of its own metrics.
 type goal struct {
 	parent, variant string
 	max             float64
 	slowerThan      string
 	atLeast         float64
+	metric          string
 }
 
-// goals are the targets of the performance issue; docs/benchmarks.md
+// goals are the targets of the performance issues; docs/benchmarks.md
 // explains them.
 var goals = []goal{
 	{parent: "Get", variant: "cachex", max: 1.05},
 	{parent: "GetJSON", variant: "cachex", max: 1.05},
 	{parent: "GetMany", variant: "cachex", max: 1.30},
 	{parent: "GetMany", variant: "sequential-gets", slowerThan: "cachex", atLeast: 8},
+	{parent: "AcquireRelease", variant: "lockx", max: 1.05},
+	{parent: "Redlock", variant: "3nodes", max: 2.5},
+	// The median hot-lock handoff, in round trips.
+	{parent: "Handoff", variant: "lockx", metric: "handoff-p50-rtt", max: 2},
 }
 
-// verdict says whether s in g meets its goal, or "" when it has none.
+// verdict says whether s in g meets its goal on the ratio to the baseline
+// (or to another variant), or "" when it has none.
 func verdict(g *group, s *series, gs []goal) string {
 	for _, gl := range gs {
-		if gl.parent != g.parent || gl.variant != s.variant {
+		if gl.parent != g.parent || gl.variant != s.variant || gl.metric != "" {
 			continue
 		}
 		if gl.slowerThan != "" {
@@ -260,7 +302,23 @@ func verdict(g *group, s *series, gs []goal) string {
 	return ""
 }
 
-// render writes the table.
+// metricVerdict says whether the median of s's metric unit meets its goal,
+// or "" when it has none.
+func metricVerdict(g *group, s *series, unit string, gs []goal) string {
+	for _, gl := range gs {
+		if gl.parent != g.parent || gl.variant != s.variant || gl.metric != unit {
+			continue
+		}
+		if m := median(s.extra[unit]); m > gl.max {
+			return fmt.Sprintf("≤ %g: MISSED by %.0f%%", gl.max, (m/gl.max-1)*100)
+		}
+		return fmt.Sprintf("≤ %g: met", gl.max)
+	}
+	return ""
+}
+
+// render writes the table, and below it the table of the benchmarks' own
+// metrics when there are any.
 func render(w io.Writer, rep report, gs []goal) error {
 	bw := bufio.NewWriter(w)
 	if rep.cpu != "" {
@@ -298,7 +356,37 @@ func render(w io.Writer, rep report, gs []goal) error {
 			fmt.Fprintln(bw)
 		}
 	}
+	renderMetrics(bw, gs, groups(rep.results))
 	return bw.Flush()
+}
+
+// renderMetrics writes one row per sub-benchmark and metric of its own
+// (b.ReportMetric): the median over the runs and its spread.
+func renderMetrics(w io.Writer, gs []goal, groups []*group) {
+	header := "| benchmark | variant | mode | metric | runs | median | ± |"
+	rule := "|---|---|---|---|---:|---:|---:|"
+	if gs != nil {
+		header += " goal |"
+		rule += "---|"
+	}
+	wrote := false
+	for _, g := range groups {
+		for _, s := range g.rows {
+			for _, u := range s.units {
+				if !wrote {
+					fmt.Fprintf(w, "\n%s\n%s\n", header, rule)
+					wrote = true
+				}
+				xs := s.extra[u]
+				fmt.Fprintf(w, "| %s | %s | %s | %s | %d | %s | %s |",
+					g.parent, s.variant, g.mode, u, len(xs), metricNumber(median(xs)), spread(xs))
+				if gs != nil {
+					fmt.Fprintf(w, " %s |", metricVerdict(g, s, u, gs))
+				}
+				fmt.Fprintln(w)
+			}
+		}
+	}
 }
 
 // ratio is how many times longer s takes than base: the median of the
@@ -343,6 +431,21 @@ func spread(xs []float64) string {
 		d = max(d, math.Abs(x-m))
 	}
 	return fmt.Sprintf("%.0f%%", d/m*100)
+}
+
+// metricNumber formats a metric of a benchmark's own: whole numbers with
+// thousands separators from 100 up, else three significant digits at most.
+func metricNumber(x float64) string {
+	switch a := math.Abs(x); {
+	case math.IsNaN(x):
+		return "-"
+	case a >= 100:
+		return number(x)
+	case a >= 10:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(x, 'f', 2, 64)
+	}
 }
 
 // number formats a measurement with thousands separators; "-" when missing.

@@ -209,3 +209,66 @@ func TestNumber(t *testing.T) {
 		}
 	}
 }
+
+// lockRuns is two rounds of the lock benchmarks, shaped as internal/lockx
+// prints them: the handoff reports metrics of its own. Its polling baseline
+// comes after lockx here, to show that baselines go first whatever the order.
+const lockRuns = `pkg: github.com/stampede-lab/stampede/internal/lockx
+BenchmarkAcquireRelease/raw/seq-2     1000  100000 ns/op  672 B/op  21 allocs/op
+BenchmarkAcquireRelease/lockx/seq-2   1000  110000 ns/op  2856 B/op  58 allocs/op
+BenchmarkRedlock/1node/parallel-2     1000  60000 ns/op  2872 B/op  59 allocs/op
+BenchmarkRedlock/3nodes/parallel-2    1000  120000 ns/op  7144 B/op  149 allocs/op
+BenchmarkHandoff/lockx-2     500  1900000 ns/op  14.9 handoff-p50-hot-rtt  3.04 handoff-p50-rtt  418.5 handoff-p50-us  839.3 handoff-p99-us  28.0 rtt-hot-us  137.9 rtt-idle-us  9210 B/op  207 allocs/op
+BenchmarkHandoff/polling-2   300  3800000 ns/op  56.3 handoff-p50-hot-rtt  10.8 handoff-p50-rtt  1587 handoff-p50-us  9912 handoff-p99-us  28.2 rtt-hot-us  146.6 rtt-idle-us  1427 B/op  34 allocs/op
+BenchmarkAcquireRelease/raw/seq-2     1000  100000 ns/op  672 B/op  21 allocs/op
+BenchmarkAcquireRelease/lockx/seq-2   1000  100000 ns/op  2856 B/op  58 allocs/op
+BenchmarkRedlock/1node/parallel-2     1000  60000 ns/op  2872 B/op  59 allocs/op
+BenchmarkRedlock/3nodes/parallel-2    1000  180000 ns/op  7144 B/op  149 allocs/op
+BenchmarkHandoff/lockx-2     500  1900000 ns/op  14.9 handoff-p50-hot-rtt  1.04 handoff-p50-rtt  418.5 handoff-p50-us  839.3 handoff-p99-us  28.0 rtt-hot-us  137.9 rtt-idle-us  9210 B/op  207 allocs/op
+BenchmarkHandoff/polling-2   300  3800000 ns/op  56.3 handoff-p50-hot-rtt  10.8 handoff-p50-rtt  1587 handoff-p50-us  9912 handoff-p99-us  28.2 rtt-hot-us  146.6 rtt-idle-us  1427 B/op  34 allocs/op
+`
+
+func TestLockBaselinesGoalsAndMetrics(t *testing.T) {
+	var out bytes.Buffer
+	if err := run([]string{"benchtable"}, strings.NewReader(lockRuns), &out); err != nil {
+		t.Fatal(err)
+	}
+	table := out.String()
+	for _, want := range []string{
+		// Paired ratios: 1.10 and 1.00, median 1.05.
+		"| AcquireRelease | lockx | seq | 2 | 105,000 | 5% | 2,856 | 58 | 1.05x | ≤ 1.05x: met |\n",
+		"| Redlock | 1node | parallel | 2 | 60,000 | 0% | 2,872 | 59 | baseline |  |\n",
+		// Paired ratios 2 and 3: 2.5.
+		"| Redlock | 3nodes | parallel | 2 | 150,000 | 20% | 7,144 | 149 | 2.50x | ≤ 2.50x: met |\n",
+		"| Handoff | polling |  | 2 | 3,800,000 | 0% | 1,427 | 34 | baseline |  |\n",
+		"| Handoff | lockx |  | 2 | 1,900,000 | 0% | 9,210 | 207 | 0.50x |  |\n",
+		"| benchmark | variant | mode | metric | runs | median | ± | goal |\n",
+		// Median of 3.04 and 1.04 is 2.04: 2% over the goal of 2.
+		"| Handoff | lockx |  | handoff-p50-rtt | 2 | 2.04 | 49% | ≤ 2: MISSED by 2% |\n",
+		"| Handoff | lockx |  | handoff-p50-us | 2 | 419 | 0% |  |\n",
+		"| Handoff | polling |  | handoff-p99-us | 2 | 9,912 | 0% |  |\n",
+		"| Handoff | polling |  | rtt-idle-us | 2 | 147 | 0% |  |\n",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q; table:\n%s", want, table)
+		}
+	}
+	// Metrics keep the order of the benchmark line (go test sorts them).
+	if i, j := strings.Index(table, "| Handoff | lockx |  | handoff-p50-hot-rtt |"), strings.Index(table, "| Handoff | lockx |  | rtt-idle-us |"); i < 0 || j < i {
+		t.Errorf("metrics out of order:\n%s", table)
+	}
+	if strings.Contains(table, "| AcquireRelease | raw | seq | ns/op |") {
+		t.Errorf("a standard measurement went into the metrics table:\n%s", table)
+	}
+}
+
+func TestNoMetricsTableWithoutMetrics(t *testing.T) {
+	in := "BenchmarkGet/raw/seq-2 10 100 ns/op 5 B/op 1 allocs/op 2.5 MB/s\nBenchmarkGet/cachex/seq-2 10 150 ns/op\n"
+	var out bytes.Buffer
+	if err := run([]string{"benchtable"}, strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "| metric |") {
+		t.Errorf("a metrics table without metrics of a benchmark's own:\n%s", out.String())
+	}
+}
