@@ -10,10 +10,19 @@ help: ## list the targets
 test: ## go vet, then every test with the race detector against real Redis and Postgres
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 9m ./...
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./cmd/...
 
 .PHONY: test-short
 test-short: ## the tests that need no servers (go test -short)
 	$(GO) test -short -count=1 ./...
+
+.PHONY: run-local
+run-local: ## the stack from local binaries, no Docker: Redis x4, migrate, seed, API on :8080
+	bash scripts/local.sh start
+
+.PHONY: stop-local
+stop-local: ## stop what run-local started
+	bash scripts/local.sh stop
 
 .PHONY: lint
 lint: ## gofmt check and go vet
@@ -29,11 +38,11 @@ COUNT ?= 3
 BENCHFLAGS = -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1
 
 .PHONY: bench
-bench: ## benchmarks of cachex vs go-redis and peer libraries, as a Markdown table (BENCHTIME=1s COUNT=3)
+bench: ## benchmarks of cachex and lockx vs go-redis and peer libraries, as a Markdown table (BENCHTIME=1s COUNT=3)
 	@out="$$(mktemp)"; trap 'rm -f "$$out"' EXIT; \
 	i=1; while [ $$i -le $(COUNT) ]; do \
 		echo "== round $$i of $(COUNT)" >&2; \
-		{ $(GO) test $(BENCHFLAGS) ./internal/cachex/ 2>&1 || echo "FAIL: go test ./internal/cachex/"; } | tee -a "$$out" >&2; \
+		{ $(GO) test $(BENCHFLAGS) ./internal/cachex/ ./internal/lockx/ 2>&1 || echo "FAIL: go test ./internal/cachex/ ./internal/lockx/"; } | tee -a "$$out" >&2; \
 		{ (cd bench && $(GO) test $(BENCHFLAGS) ./...) 2>&1 || echo "FAIL: go test ./... in bench/"; } | tee -a "$$out" >&2; \
 		i=$$((i + 1)); \
 	done; \

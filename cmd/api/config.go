@@ -1,0 +1,88 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// config is everything the api reads from flags and the environment.
+type config struct {
+	httpAddr      string
+	databaseURL   string
+	redisURL      string
+	lockRedisURLs []string
+	adminToken    string
+	logLevel      slog.Level
+	logJSON       bool
+	migrate       bool
+	drain         time.Duration
+	scale         float64
+}
+
+// parseConfig reads flags, falling back to the environment for each, and
+// returns the subcommand (serve, migrate or seed).
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (string, config, error) {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve", "migrate", "seed":
+	default:
+		return "", config{}, fmt.Errorf("unknown command %q: want serve, migrate or seed", cmd)
+	}
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	fs := flag.NewFlagSet("api "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c config
+	var lockURLs, level, format string
+	fs.StringVar(&c.httpAddr, "http-addr", env("HTTP_ADDR", ":8080"), "listen address (env HTTP_ADDR)")
+	fs.StringVar(&c.databaseURL, "database-url", env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/stampede?sslmode=disable"), "Postgres connection string (env DATABASE_URL)")
+	fs.StringVar(&c.redisURL, "redis-url", env("REDIS_URL", "redis://127.0.0.1:6379"), "Redis of the caches (env REDIS_URL)")
+	fs.StringVar(&lockURLs, "lock-redis-urls", env("LOCK_REDIS_URLS", ""), "comma-separated Redis URLs of the lock: one, or several independent masters for Redlock; default: the cache's Redis (env LOCK_REDIS_URLS)")
+	fs.StringVar(&c.adminToken, "admin-token", env("ADMIN_TOKEN", ""), "Bearer token of the admin API; empty disables it (env ADMIN_TOKEN)")
+	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
+	fs.StringVar(&format, "log-format", env("LOG_FORMAT", "text"), "text or json (env LOG_FORMAT)")
+	fs.BoolVar(&c.migrate, "migrate", env("MIGRATE", "true") == "true", "apply migrations before serving (env MIGRATE)")
+	fs.DurationVar(&c.drain, "drain", 20*time.Second, "how long SIGTERM waits for requests in flight")
+	fs.Float64Var(&c.scale, "scale", 1, "seed: catalog size, 1 = 25,000 products and 400,000 reviews")
+	if err := fs.Parse(args); err != nil {
+		return "", config{}, err
+	}
+	if fs.NArg() > 0 {
+		return "", config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := c.logLevel.UnmarshalText([]byte(level)); err != nil {
+		return "", config{}, fmt.Errorf("log level: %w", err)
+	}
+	switch format {
+	case "text":
+	case "json":
+		c.logJSON = true
+	default:
+		return "", config{}, fmt.Errorf("log format %q: want text or json", format)
+	}
+	c.lockRedisURLs = []string{c.redisURL}
+	if lockURLs != "" {
+		c.lockRedisURLs = nil
+		for _, u := range strings.Split(lockURLs, ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				c.lockRedisURLs = append(c.lockRedisURLs, u)
+			}
+		}
+	}
+	if len(c.lockRedisURLs) == 0 {
+		return "", config{}, errors.New("LOCK_REDIS_URLS holds no URL")
+	}
+	return cmd, c, nil
+}

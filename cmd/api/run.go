@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-lab/stampede/internal/catalog"
+	"github.com/stampede-lab/stampede/internal/lockx"
+	"github.com/stampede-lab/stampede/internal/seed"
+	"github.com/stampede-lab/stampede/migrations"
+)
+
+// run is the whole program: it returns when ctx ends (after a graceful
+// shutdown) or on a fatal error.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd, cfg, err := parseConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	var h slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})
+	if cfg.logJSON {
+		h = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})
+	}
+	log := slog.New(h)
+
+	pool, err := pgxpool.New(ctx, cfg.databaseURL)
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	defer pool.Close()
+
+	switch cmd {
+	case "migrate":
+		return migrate(ctx, pool, log)
+	case "seed":
+		if err := migrate(ctx, pool, log); err != nil {
+			return err
+		}
+		res, err := seed.Run(ctx, pool, seed.Config{Scale: cfg.scale})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "seed: scale %v, %d categories, %d products, %d reviews, skipped=%v, %v\n",
+			res.Scale, res.Categories, res.Products, res.Reviews, res.Skipped, res.Duration.Round(time.Millisecond))
+		return nil
+	}
+	if cfg.migrate {
+		if err := migrate(ctx, pool, log); err != nil {
+			return err
+		}
+	}
+	return serve(ctx, cfg, pool, log, stdout)
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	defer conn.Release()
+	res, err := migrations.Apply(ctx, conn.Conn())
+	if err != nil {
+		return err
+	}
+	log.Info("migrations", "version", res.Version, "applied", res.Applied)
+	return nil
+}
+
+// redisClient opens a client whose every call is bounded: the cache's by its
+// own 100ms read/write timeouts (cachex's Timeout), the lock's by context
+// deadlines, with one dial attempt so a dead Redlock node fails fast.
+func redisClient(url string, forLock bool) (*redis.Client, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("redis url %q: %w", url, err)
+	}
+	// One dial attempt, no command retries: a dead Redis must cost a call
+	// its timeout once, not go-redis's retries and backoff (seconds).
+	opt.DialerRetries, opt.MaxRetries = 1, -1
+	if forLock {
+		opt.ContextTimeoutEnabled = true
+	} else {
+		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	}
+	return redis.NewClient(opt), nil
+}
+
+func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger, stdout io.Writer) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	cacheRedis, err := redisClient(cfg.redisURL, false)
+	if err != nil {
+		return err
+	}
+	defer cacheRedis.Close()
+	var lockNodes []redis.UniversalClient
+	for _, u := range cfg.lockRedisURLs {
+		c, err := redisClient(u, true)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		lockNodes = append(lockNodes, c)
+	}
+	if err := registerPoolStats(reg, pool, cacheRedis); err != nil {
+		return err
+	}
+
+	queryDur := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "catalog_db_query_duration_seconds",
+		Help:    "Database query latency by query name (with any injected latency).",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	}, []string{"query"})
+	reg.MustRegister(queryDur)
+	for _, q := range catalog.QueryNames() {
+		queryDur.WithLabelValues(q)
+	}
+	faults := &catalog.Injector{}
+	store := catalog.NewStore(pool,
+		catalog.WithObserver(func(q string, d time.Duration) { queryDur.WithLabelValues(q).Observe(d.Seconds()) }),
+		catalog.WithDelay(faults.DBDelay))
+
+	// Reservation locks have no watchdog: a reservation is one short
+	// transaction, bounded by the lock's context; a holder paused past the
+	// TTL (the admin pause knob) loses the lock, and its write is fenced.
+	locker, err := lockx.New(lockNodes, lockx.Options{
+		Name: "inventory", TTL: 5 * time.Second, Wait: 2 * time.Second, NoWatchdog: true, Registerer: reg,
+	})
+	if err != nil {
+		return err
+	}
+	defer locker.Close()
+
+	svc, err := catalog.NewService(catalog.Config{Store: store, Cache: cacheRedis, Locker: locker, Faults: faults, Registerer: reg})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+
+	handler, err := catalog.NewHandler(catalog.HandlerConfig{
+		Service: svc, Faults: faults, AdminToken: cfg.adminToken, Registry: reg, Logger: log,
+		Ready: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			return errors.Join(pool.Ping(ctx), cacheRedis.Ping(ctx).Err())
+		},
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.httpAddr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	fmt.Fprintf(stdout, "api: listening on %s (admin API %s)\n", ln.Addr(), map[bool]string{true: "on", false: "off"}[cfg.adminToken != ""])
+	log.Info("listening", "addr", ln.Addr().String(), "lock_nodes", len(lockNodes))
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	// Stop accepting, drain the requests in flight (they release their
+	// locks as they finish); then the deferred closes stop the caches'
+	// background refreshes and the pools.
+	log.Info("shutting down", "drain", cfg.drain)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.drain)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// registerPoolStats exports the pgx and go-redis connection pools' state.
+func registerPoolStats(reg prometheus.Registerer, pool *pgxpool.Pool, rdb *redis.Client) error {
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	counter := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f)
+	}
+	for _, c := range []prometheus.Collector{
+		gauge("pgxpool_acquired_conns", "Postgres connections in use.", func() float64 { return float64(pool.Stat().AcquiredConns()) }),
+		gauge("pgxpool_idle_conns", "Idle Postgres connections.", func() float64 { return float64(pool.Stat().IdleConns()) }),
+		gauge("pgxpool_max_conns", "Size limit of the Postgres pool.", func() float64 { return float64(pool.Stat().MaxConns()) }),
+		counter("pgxpool_empty_acquire_total", "Acquires that had to wait for a Postgres connection.", func() float64 { return float64(pool.Stat().EmptyAcquireCount()) }),
+		gauge("redis_pool_total_conns", "Connections in the cache's Redis pool.", func() float64 { return float64(rdb.PoolStats().TotalConns) }),
+		gauge("redis_pool_idle_conns", "Idle connections in the cache's Redis pool.", func() float64 { return float64(rdb.PoolStats().IdleConns) }),
+		counter("redis_pool_timeouts_total", "Waits for a Redis connection that timed out.", func() float64 { return float64(rdb.PoolStats().Timeouts) }),
+	} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stampede-lab/stampede/internal/testenv"
+)
+
+func TestParseConfig(t *testing.T) {
+	env := map[string]string{"HTTP_ADDR": ":9999", "LOCK_REDIS_URLS": "redis://a:1, redis://b:2 ,redis://c:3", "LOG_FORMAT": "json"}
+	cmd, c, err := parseConfig([]string{"serve", "-admin-token", "t"}, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd != "serve" || c.httpAddr != ":9999" || len(c.lockRedisURLs) != 3 || c.lockRedisURLs[1] != "redis://b:2" || !c.logJSON || c.adminToken != "t" {
+		t.Fatalf("parsed %q %+v", cmd, c)
+	}
+	for _, bad := range [][]string{{"explode"}, {"-log-level", "loud"}, {"-log-format", "xml"}, {"serve", "extra"}} {
+		if _, _, err := parseConfig(bad, func(string) string { return "" }, io.Discard); err == nil {
+			t.Errorf("parseConfig(%q) accepted", bad)
+		}
+	}
+}
+
+// TestRunEndToEnd builds the api, seeds a database through it, serves on a
+// free port, and sends SIGTERM while slow requests (paused reservations
+// holding their locks) are in flight: they complete, the process exits 0,
+// and no lock is left in Redis.
+func TestRunEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the api")
+	}
+	dbURL := testenv.PostgresURL(t)
+	node := testenv.Redis(t)
+	bin := filepath.Join(t.TempDir(), "api")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	env := append(os.Environ(), "DATABASE_URL="+dbURL, "REDIS_URL="+node.URL(), "LOCK_REDIS_URLS=", "ADMIN_TOKEN=t0k", "HTTP_ADDR=127.0.0.1:0")
+
+	seedCmd := exec.Command(bin, "seed", "-scale", "0.02")
+	seedCmd.Env = env
+	if out, err := seedCmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "500 products") {
+		t.Fatalf("api seed: %v\n%s", err, out)
+	}
+
+	api := exec.Command(bin)
+	api.Env = env
+	stdout, err := api.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	api.Stderr = &stderr
+	if err := api.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer api.Process.Kill()
+	addr := listenAddr(t, stdout)
+	base := "http://" + addr
+	waitFor(t, "/readyz", 10*time.Second, func() bool { return get(base+"/readyz") == http.StatusOK })
+	if code := get(base + "/v1/categories/1/stats"); code != http.StatusOK {
+		t.Fatalf("stats: %d", code)
+	}
+
+	// Slow requests: every reservation pauses 1s inside its lock.
+	send(t, http.MethodPut, base+"/admin/faults", `{"reservation_pause_ms": 1000, "reservation_pause_percent": 100}`, "t0k", http.StatusOK)
+	products := inStock(t, dbURL, 4)
+	var wg sync.WaitGroup
+	codes := make([]int, len(products))
+	for i := range codes {
+		wg.Go(func() {
+			body := fmt.Sprintf(`{"product_id": %d, "quantity": 1, "idempotency_key": "drain-%d"}`, products[i], i)
+			codes[i] = post(base+"/v1/reservations", body)
+		})
+	}
+	rdb := node.Client()
+	waitFor(t, "the reservations to hold their locks", 10*time.Second, func() bool {
+		keys, _ := rdb.Keys(context.Background(), "{lockx:inventory:*}").Result()
+		return len(keys) == len(codes)
+	})
+	if err := api.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if err := api.Wait(); err != nil {
+		t.Fatalf("api exited with %v\n%s", err, stderr.String())
+	}
+	for i, c := range codes {
+		if c != http.StatusCreated {
+			t.Errorf("reservation %d in flight at SIGTERM answered %d, want 201", i, c)
+		}
+	}
+	if keys, _ := rdb.Keys(context.Background(), "{lockx:inventory:*}").Result(); len(keys) != 0 {
+		t.Fatalf("locks left in Redis after shutdown: %v", keys)
+	}
+	if !strings.Contains(stderr.String(), "stopped") {
+		t.Fatalf("no clean stop in the log:\n%s", stderr.String())
+	}
+}
+
+// inStock returns n products that have stock to reserve.
+func inStock(t *testing.T, dbURL string, n int) []int64 {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, _ := conn.Query(context.Background(), "SELECT product_id FROM inventory WHERE stock > 0 ORDER BY product_id LIMIT $1", n)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(ids) != n {
+		t.Fatalf("products in stock: %v %v", ids, err)
+	}
+	return ids
+}
+
+var listenRE = regexp.MustCompile(`listening on (\S+)`)
+
+func listenAddr(t *testing.T, r io.Reader) string {
+	t.Helper()
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	select {
+	case a := <-found:
+		return a
+	case <-time.After(30 * time.Second):
+		t.Fatal("the api never said where it listens")
+		return ""
+	}
+}
+
+func get(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func post(url, body string) int {
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func send(t *testing.T, method, url, body, token string, want int) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != want {
+		var p map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&p)
+		t.Fatalf("%s %s = %d %v, want %d", method, url, resp.StatusCode, p, want)
+	}
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,94 @@
+package catalog
+
+import (
+	"crypto/subtle"
+	"math"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/stampede-lab/stampede/internal/cachex"
+)
+
+// adminOnly lets a request through only with the admin token (compared in
+// constant time); without a configured token the admin API does not exist.
+func (h *handlers) adminOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.adminToken == "" {
+			writeProblem(w, probAdminOff)
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.adminToken)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="admin"`)
+			writeProblem(w, probUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// CacheSettings are a cache's run-time settings in the admin API.
+type CacheSettings struct {
+	Strategy cachex.Strategy `json:"strategy"`
+	Beta     *float64        `json:"beta,omitempty"`
+}
+
+func (h *handlers) adminCaches(w http.ResponseWriter, r *http.Request) {
+	out := map[string]CacheSettings{}
+	for name, c := range h.svc.Caches() {
+		beta := c.Beta()
+		out[name] = CacheSettings{Strategy: c.Strategy(), Beta: &beta}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *handlers) adminSetCache(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "name")
+	c, ok := h.svc.Caches()[name]
+	if !ok {
+		writeProblem(w, probNotFound.with("no cache "+truncate(name)+": product, category_stats, top_products or search"))
+		return
+	}
+	var s CacheSettings
+	if p, ok := decodeBody(w, r, &s); !ok {
+		writeProblem(w, p)
+		return
+	}
+	if s.Strategy != "" {
+		if _, err := cachex.ParseStrategy(string(s.Strategy)); err != nil {
+			writeProblem(w, probInvalid.with(err.Error()))
+			return
+		}
+	}
+	if s.Beta != nil && (*s.Beta < 0 || *s.Beta > 100 || math.IsNaN(*s.Beta)) {
+		writeProblem(w, probInvalid.with("beta must be within 0..100"))
+		return
+	}
+	if s.Strategy != "" {
+		_ = c.SetStrategy(s.Strategy) // validated above
+	}
+	if s.Beta != nil {
+		_ = c.SetBeta(*s.Beta)
+	}
+	beta := c.Beta()
+	writeJSON(w, http.StatusOK, CacheSettings{Strategy: c.Strategy(), Beta: &beta})
+}
+
+func (h *handlers) adminFaults(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, h.faults.Get())
+}
+
+func (h *handlers) adminSetFaults(w http.ResponseWriter, r *http.Request) {
+	var f Faults
+	if p, ok := decodeBody(w, r, &f); !ok {
+		writeProblem(w, p)
+		return
+	}
+	if err := h.faults.Set(f); err != nil {
+		writeProblem(w, probInvalid.with(err.Error()))
+		return
+	}
+	writeJSON(w, http.StatusOK, h.faults.Get())
+}

@@ -1,0 +1,265 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stampede-lab/stampede/internal/cachex"
+)
+
+func TestAdminAuth(t *testing.T) {
+	a := newTestAPI(t, apiOptions{})
+	paths := []struct{ method, path, body string }{
+		{"GET", "/admin/caches", ""},
+		{"PUT", "/admin/caches/product", `{"strategy": "none"}`},
+		{"GET", "/admin/faults", ""},
+		{"PUT", "/admin/faults", `{"db_latency_ms": 10, "db_latency_percent": 100}`},
+		{"GET", "/admin/nope", ""},
+	}
+	for _, p := range paths {
+		for name, hdr := range map[string][]string{
+			"no token":       nil,
+			"wrong token":    {"Authorization", "Bearer wrong"},
+			"token prefix":   {"Authorization", "Bearer " + testAdminToken[:4]},
+			"token suffixed": {"Authorization", "Bearer " + testAdminToken + "x"},
+			"basic scheme":   {"Authorization", "Basic " + testAdminToken},
+			"bare token":     {"Authorization", testAdminToken},
+		} {
+			rec := a.do(p.method, p.path, p.body, hdr...)
+			checkProblem(t, rec, http.StatusUnauthorized, "/problems/unauthorized")
+			if got := rec.Header().Get("WWW-Authenticate"); !strings.HasPrefix(got, "Bearer") {
+				t.Errorf("%s %s, %s: WWW-Authenticate = %q", p.method, p.path, name, got)
+			}
+		}
+	}
+	// Nothing was changed by the refused requests.
+	if s := a.svc.Caches()["product"].Strategy(); s != cachex.XFetch {
+		t.Errorf("product strategy = %q after refused requests", s)
+	}
+	if f := a.faults.Get(); f != (Faults{}) {
+		t.Errorf("faults = %+v after refused requests", f)
+	}
+	checkProblem(t, a.admin(http.MethodGet, "/admin/nope", ""), http.StatusNotFound, "/problems/not-found")
+	checkProblem(t, a.admin(http.MethodDelete, "/admin/faults", ""), http.StatusMethodNotAllowed, "/problems/method-not-allowed")
+
+	// Without a token configured the admin API does not exist, whatever the
+	// request carries.
+	h, err := NewHandler(HandlerConfig{Service: a.svc, Faults: a.faults, AdminToken: "", Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hdr := range [][]string{nil, {"Authorization", "Bearer "}, {"Authorization", "Bearer " + testAdminToken}} {
+		for _, p := range paths {
+			req := httptest.NewRequest(p.method, p.path, strings.NewReader(p.body))
+			for i := 0; i+1 < len(hdr); i += 2 {
+				req.Header.Set(hdr[i], hdr[i+1])
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			checkProblem(t, rec, http.StatusNotFound, "/problems/admin-disabled")
+		}
+	}
+	// The public API of that handler works.
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/products/1", nil))
+	decodeJSON(t, rec, http.StatusOK, nil)
+}
+
+func TestAdminCaches(t *testing.T) {
+	a := newTestAPI(t, apiOptions{})
+	var all map[string]CacheSettings
+	decodeJSON(t, a.admin(http.MethodGet, "/admin/caches", ""), http.StatusOK, &all)
+	if len(all) != 4 {
+		t.Errorf("caches = %v, want 4", all)
+	}
+	for _, name := range []string{"product", "category_stats", "top_products", "search"} {
+		c, ok := all[name]
+		if !ok || c.Strategy != cachex.XFetch || c.Beta == nil || *c.Beta != 1 {
+			t.Errorf("cache %q = %+v (listed %v), want xfetch beta 1", name, c, ok)
+		}
+	}
+
+	recomputes := func() float64 {
+		return metricValue(t, a.reg, "cachex_recomputes_total", map[string]string{"cache": "category_stats"})
+	}
+	read := func() {
+		t.Helper()
+		decodeJSON(t, a.do(http.MethodGet, "/v1/categories/4/stats", ""), http.StatusOK, nil)
+	}
+	// xfetch: after the first read, reads are served from Redis.
+	read()
+	n := recomputes()
+	for range 3 {
+		read()
+	}
+	if got := recomputes(); got != n {
+		t.Errorf("xfetch: %v recomputes for 3 cached reads, want 0", got-n)
+	}
+
+	var set CacheSettings
+	decodeJSON(t, a.admin(http.MethodPut, "/admin/caches/category_stats", `{"strategy": "none"}`), http.StatusOK, &set)
+	if set.Strategy != cachex.None || set.Beta == nil || *set.Beta != 1 {
+		t.Errorf("PUT strategy none answered %+v", set)
+	}
+	if s := a.svc.Caches()["category_stats"].Strategy(); s != cachex.None {
+		t.Errorf("strategy = %q after PUT", s)
+	}
+	for i := range 3 {
+		n := recomputes()
+		read()
+		if got := recomputes(); got != n+1 {
+			t.Errorf("none: read %d made %v recomputes, want 1 (every read calls the database)", i, got-n)
+		}
+	}
+	// Other caches are untouched.
+	decodeJSON(t, a.admin(http.MethodGet, "/admin/caches", ""), http.StatusOK, &all)
+	if all["product"].Strategy != cachex.XFetch || all["category_stats"].Strategy != cachex.None {
+		t.Errorf("caches after PUT = %+v", all)
+	}
+
+	// beta alone, then strategy back; each PUT changes only what it names.
+	decodeJSON(t, a.admin(http.MethodPut, "/admin/caches/category_stats", `{"beta": 2.5}`), http.StatusOK, &set)
+	if set.Strategy != cachex.None || *set.Beta != 2.5 {
+		t.Errorf("PUT beta answered %+v", set)
+	}
+	decodeJSON(t, a.admin(http.MethodPut, "/admin/caches/category_stats", `{"strategy": "ttl", "beta": 0}`), http.StatusOK, &set)
+	if set.Strategy != cachex.TTL || *set.Beta != 0 {
+		t.Errorf("PUT ttl beta 0 answered %+v", set)
+	}
+	if c := a.svc.Caches()["category_stats"]; c.Strategy() != cachex.TTL || c.Beta() != 0 {
+		t.Errorf("cache = %q beta %v", c.Strategy(), c.Beta())
+	}
+
+	for _, c := range []struct {
+		name, path, body string
+		status           int
+		typ              string
+	}{
+		{"invalid strategy", "/admin/caches/product", `{"strategy": "lru"}`, 422, "/problems/invalid-parameter"},
+		{"negative beta", "/admin/caches/product", `{"beta": -1}`, 422, "/problems/invalid-parameter"},
+		{"huge beta", "/admin/caches/product", `{"beta": 101}`, 422, "/problems/invalid-parameter"},
+		{"beta string", "/admin/caches/product", `{"beta": "1"}`, 400, "/problems/bad-request"},
+		{"unknown field", "/admin/caches/product", `{"strategy": "none", "ttl": 5}`, 400, "/problems/bad-request"},
+		{"malformed", "/admin/caches/product", `{"strategy": `, 400, "/problems/bad-request"},
+		{"unknown cache", "/admin/caches/sessions", `{"strategy": "none"}`, 404, "/problems/not-found"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkProblem(t, a.admin(http.MethodPut, c.path, c.body), c.status, c.typ)
+		})
+	}
+	if c := a.svc.Caches()["product"]; c.Strategy() != cachex.XFetch || c.Beta() != 1 {
+		t.Errorf("product cache = %q beta %v after refused PUTs", c.Strategy(), c.Beta())
+	}
+}
+
+func TestAdminFaults(t *testing.T) {
+	a := newTestAPI(t, apiOptions{})
+	var f Faults
+	decodeJSON(t, a.admin(http.MethodGet, "/admin/faults", ""), http.StatusOK, &f)
+	if f != (Faults{}) {
+		t.Errorf("faults at start = %+v, want all off", f)
+	}
+	want := Faults{DBLatencyMS: 7, DBLatencyPercent: 30, CacheRedisDownPercent: 0, ReservationPauseMS: 900, ReservationPausePercent: 5}
+	decodeJSON(t, a.admin(http.MethodPut, "/admin/faults",
+		`{"db_latency_ms": 7, "db_latency_percent": 30, "reservation_pause_ms": 900, "reservation_pause_percent": 5}`), http.StatusOK, &f)
+	if f != want {
+		t.Errorf("PUT answered %+v, want %+v", f, want)
+	}
+	decodeJSON(t, a.admin(http.MethodGet, "/admin/faults", ""), http.StatusOK, &f)
+	if f != want || a.faults.Get() != want {
+		t.Errorf("GET after PUT = %+v (injector %+v), want %+v", f, a.faults.Get(), want)
+	}
+	for _, c := range []struct {
+		name, body string
+		status     int
+	}{
+		{"percent 101", `{"db_latency_ms": 5, "db_latency_percent": 101}`, 422},
+		{"percent negative", `{"cache_redis_down_percent": -1}`, 422},
+		{"pause percent 101", `{"reservation_pause_percent": 101}`, 422},
+		{"ms negative", `{"db_latency_ms": -5}`, 422},
+		{"ms over a minute", `{"reservation_pause_ms": 60001}`, 422},
+		{"unknown knob", `{"redis_latency_ms": 5}`, 400},
+		{"wrong type", `{"db_latency_ms": "5"}`, 400},
+		{"malformed", `{`, 400},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			typ := "/problems/invalid-parameter"
+			if c.status == 400 {
+				typ = "/problems/bad-request"
+			}
+			checkProblem(t, a.admin(http.MethodPut, "/admin/faults", c.body), c.status, typ)
+		})
+	}
+	if got := a.faults.Get(); got != want {
+		t.Errorf("faults after refused PUTs = %+v, want %+v", got, want)
+	}
+	// An empty object turns everything off.
+	decodeJSON(t, a.admin(http.MethodPut, "/admin/faults", `{}`), http.StatusOK, &f)
+	if f != (Faults{}) {
+		t.Errorf("PUT {} answered %+v", f)
+	}
+}
+
+// TestAdminDBLatency checks the database latency knob reaches the queries
+// behind the API.
+func TestAdminDBLatency(t *testing.T) {
+	a := newTestAPI(t, apiOptions{})
+	decodeJSON(t, a.admin(http.MethodPut, "/admin/caches/category_stats", `{"strategy": "none"}`), http.StatusOK, nil)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	decodeJSON(t, a.admin(http.MethodPut, "/admin/faults", `{"db_latency_ms": 50, "db_latency_percent": 100}`), http.StatusOK, nil)
+	// The delay is in place: it waits, so it sees the cancelled context.
+	if err := a.faults.DBDelay(cancelled); !errors.Is(err, context.Canceled) {
+		t.Errorf("DBDelay with the knob on = %v, want it to wait", err)
+	}
+	start := time.Now()
+	decodeJSON(t, a.do(http.MethodGet, "/v1/categories/5/stats", ""), http.StatusOK, nil)
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Errorf("stats read with 50ms of injected latency took %v", d)
+	}
+
+	decodeJSON(t, a.admin(http.MethodPut, "/admin/faults", `{"db_latency_ms": 0, "db_latency_percent": 100}`), http.StatusOK, nil)
+	if err := a.faults.DBDelay(cancelled); err != nil {
+		t.Errorf("DBDelay with the knob off = %v, want no wait", err)
+	}
+	decodeJSON(t, a.do(http.MethodGet, "/v1/categories/5/stats", ""), http.StatusOK, nil)
+}
+
+// TestAdminCacheRedisDown checks the cache_redis_down_percent knob makes
+// the caches bypass Redis while the API keeps answering.
+func TestAdminCacheRedisDown(t *testing.T) {
+	a := newTestAPI(t, apiOptions{})
+	bypass := func() float64 {
+		return metricValue(t, a.reg, "cachex_gets_total", map[string]string{"cache": "product", "result": "bypass"})
+	}
+	decodeJSON(t, a.admin(http.MethodPut, "/admin/faults", `{"cache_redis_down_percent": 100}`), http.StatusOK, nil)
+	for range 3 {
+		var p Product
+		decodeJSON(t, a.do(http.MethodGet, "/v1/products/8", ""), http.StatusOK, &p)
+		if p.ID != 8 {
+			t.Errorf("product = %d", p.ID)
+		}
+	}
+	if n := bypass(); n != 3 {
+		t.Errorf("%v bypassed product reads, want 3", n)
+	}
+	decodeJSON(t, a.admin(http.MethodPut, "/admin/faults", `{}`), http.StatusOK, nil)
+	n := bypass()
+	// The breaker lets Redis back in after its cooldown.
+	waitFor(t, 10*time.Second, "product reads to use Redis again", func() bool {
+		decodeJSON(t, a.do(http.MethodGet, "/v1/products/8", ""), http.StatusOK, nil)
+		return metricValue(t, a.reg, "cachex_gets_total", map[string]string{"cache": "product", "result": "hit"}) > 0
+	})
+	if bypass() == n {
+		return
+	}
+	t.Logf("%v more bypassed reads while the breaker cooled down", bypass()-n)
+}

@@ -1,0 +1,374 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// Limits of the API, answered with 4xx problems.
+const (
+	MaxBodyBytes    = 16 << 10
+	MaxBatchIDs     = 100
+	MaxQueryRunes   = 200
+	MaxSearchLimit  = 50
+	MaxIdemKeyBytes = 200
+	MaxQuantity     = 1000
+)
+
+type handlers struct {
+	svc        *Service
+	faults     *Injector
+	adminToken string
+	ready      func(ctx context.Context) error
+	log        *slog.Logger
+}
+
+func (h *handlers) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (h *handlers) readyz(w http.ResponseWriter, r *http.Request) {
+	if h.ready != nil {
+		if err := h.ready(r.Context()); err != nil {
+			writeProblem(w, probUnavailable.with(err.Error()))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (h *handlers) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(openAPI)
+}
+
+// parseID reads a positive integer id.
+func parseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("id %q is not a positive integer", truncate(s))
+	}
+	return id, nil
+}
+
+// ParseIDs reads a comma-separated list of 1..MaxBatchIDs positive ids.
+func ParseIDs(s string) ([]int64, error) {
+	if s == "" {
+		return nil, errors.New("ids is required: ?ids=1,2,3")
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > MaxBatchIDs {
+		return nil, fmt.Errorf("at most %d ids per request, got %d", MaxBatchIDs, len(parts))
+	}
+	ids := make([]int64, len(parts))
+	for i, p := range parts {
+		id, err := parseID(strings.TrimSpace(p))
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
+// limitParam reads ?limit= within 1..max, def when absent.
+func limitParam(r *http.Request, def, max int) (int, error) {
+	s := r.URL.Query().Get("limit")
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > max {
+		return 0, fmt.Errorf("limit must be an integer within 1..%d, got %q", max, truncate(s))
+	}
+	return n, nil
+}
+
+func truncate(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// fail answers an error of the service with the matching problem.
+func (h *handlers) fail(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		writeProblem(w, probNotFound)
+	case errors.Is(err, ErrInsufficientStock):
+		writeProblem(w, probInsufficient.with(err.Error()))
+	case errors.Is(err, ErrFenced):
+		writeProblem(w, probFenced)
+	case errors.Is(err, ErrIdempotencyMismatch):
+		writeProblem(w, probIdemMismatch)
+	case errors.Is(err, ErrInvalidArgument):
+		writeProblem(w, probInvalid.with(err.Error()))
+	case errors.Is(err, ErrLockBusy):
+		writeProblem(w, probBusy)
+	case r.Context().Err() != nil:
+		// The client went away; nobody reads the answer.
+		writeProblem(w, probUnavailable.with("request cancelled"))
+	default:
+		h.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeProblem(w, probInternal)
+	}
+}
+
+func (h *handlers) product(w http.ResponseWriter, r *http.Request) {
+	id, err := parseID(chi.URLParam(r, "id"))
+	if err != nil {
+		writeProblem(w, probBadRequest.with(err.Error()))
+		return
+	}
+	p, err := h.svc.Product(r.Context(), id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (h *handlers) products(w http.ResponseWriter, r *http.Request) {
+	ids, err := ParseIDs(r.URL.Query().Get("ids"))
+	if err != nil {
+		writeProblem(w, probBadRequest.with(err.Error()))
+		return
+	}
+	ps, err := h.svc.Products(r.Context(), ids)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	found := make(map[int64]bool, len(ps))
+	for _, p := range ps {
+		found[p.ID] = true
+	}
+	missing := []int64{}
+	for _, id := range ids {
+		if !found[id] {
+			missing = append(missing, id)
+			found[id] = true
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"products": ps, "missing": missing})
+}
+
+// decodeBody reads one JSON object into v: at most MaxBodyBytes, no unknown
+// fields, nothing after it.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) (Problem, bool) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return probBadRequest.with("Content-Type must be application/json"), false
+		}
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return probTooLarge.with(fmt.Sprintf("at most %d bytes", MaxBodyBytes)), false
+		}
+		return probBadRequest.with("invalid JSON body: " + err.Error()), false
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return probBadRequest.with("the body must hold a single JSON object"), false
+	}
+	return Problem{}, true
+}
+
+func (h *handlers) updateProduct(w http.ResponseWriter, r *http.Request) {
+	id, err := parseID(chi.URLParam(r, "id"))
+	if err != nil {
+		writeProblem(w, probBadRequest.with(err.Error()))
+		return
+	}
+	var patch ProductPatch
+	if p, ok := decodeBody(w, r, &patch); !ok {
+		writeProblem(w, p)
+		return
+	}
+	if err := validatePatch(patch); err != nil {
+		writeProblem(w, probInvalid.with(err.Error()))
+		return
+	}
+	p, err := h.svc.UpdateProduct(r.Context(), id, patch)
+	if err != nil && !errors.Is(err, ErrStaleCache) {
+		h.fail(w, r, err)
+		return
+	}
+	if err != nil {
+		h.log.WarnContext(r.Context(), "update committed, cache not invalidated", "product", id, "err", err)
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func validatePatch(p ProductPatch) error {
+	switch {
+	case p.Name == nil && p.Description == nil && p.PriceCents == nil && p.Attributes == nil:
+		return errors.New("nothing to update: give name, description, price_cents or attributes")
+	case p.Name != nil && (strings.TrimSpace(*p.Name) == "" || utf8.RuneCountInString(*p.Name) > 200):
+		return errors.New("name must be 1..200 characters")
+	case p.Description != nil && utf8.RuneCountInString(*p.Description) > 5000:
+		return errors.New("description must be at most 5000 characters")
+	case p.PriceCents != nil && (*p.PriceCents < 0 || *p.PriceCents > 100_000_000):
+		return errors.New("price_cents must be within 0..100000000")
+	case p.Attributes != nil && !isJSONObject(*p.Attributes):
+		return errors.New("attributes must be a JSON object")
+	}
+	return nil
+}
+
+func isJSONObject(b []byte) bool {
+	var m map[string]any
+	return json.Unmarshal(b, &m) == nil && m != nil
+}
+
+func (h *handlers) inventory(w http.ResponseWriter, r *http.Request) {
+	id, err := parseID(chi.URLParam(r, "id"))
+	if err != nil {
+		writeProblem(w, probBadRequest.with(err.Error()))
+		return
+	}
+	inv, err := h.svc.Inventory(r.Context(), id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, inv)
+}
+
+func (h *handlers) categoryStats(w http.ResponseWriter, r *http.Request) {
+	id, err := parseID(chi.URLParam(r, "id"))
+	if err != nil {
+		writeProblem(w, probBadRequest.with(err.Error()))
+		return
+	}
+	st, err := h.svc.CategoryStats(r.Context(), id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (h *handlers) topProducts(w http.ResponseWriter, r *http.Request) {
+	id, err := parseID(chi.URLParam(r, "id"))
+	if err != nil {
+		writeProblem(w, probBadRequest.with(err.Error()))
+		return
+	}
+	limit, err := limitParam(r, 10, MaxTop)
+	if err != nil {
+		writeProblem(w, probInvalid.with(err.Error()))
+		return
+	}
+	top, err := h.svc.TopProducts(r.Context(), id, limit)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"category_id": id, "products": top})
+}
+
+func (h *handlers) search(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query().Get("q")
+	switch n := utf8.RuneCountInString(q); {
+	case strings.TrimSpace(q) == "":
+		writeProblem(w, probBadRequest.with("q is required"))
+		return
+	case n > MaxQueryRunes || !utf8.ValidString(q):
+		writeProblem(w, probInvalid.with(fmt.Sprintf("q must be valid UTF-8 of at most %d characters", MaxQueryRunes)))
+		return
+	}
+	limit, err := limitParam(r, 20, MaxSearchLimit)
+	if err != nil {
+		writeProblem(w, probInvalid.with(err.Error()))
+		return
+	}
+	hits, err := h.svc.Search(r.Context(), q, limit)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"query": NormalizeQuery(q), "hits": hits})
+}
+
+// DecodeReserveRequest reads and validates a reservation request; the
+// Idempotency-Key header may carry the key instead of the body.
+func DecodeReserveRequest(w http.ResponseWriter, r *http.Request) (ReserveRequest, Problem, bool) {
+	var req ReserveRequest
+	if p, ok := decodeBody(w, r, &req); !ok {
+		return req, p, false
+	}
+	if req.IdempotencyKey == "" {
+		req.IdempotencyKey = r.Header.Get("Idempotency-Key")
+	}
+	switch {
+	case req.ProductID <= 0:
+		return req, probInvalid.with("product_id must be a positive integer"), false
+	case req.Quantity < 1 || req.Quantity > MaxQuantity:
+		return req, probInvalid.with(fmt.Sprintf("quantity must be within 1..%d", MaxQuantity)), false
+	case req.IdempotencyKey == "" || len(req.IdempotencyKey) > MaxIdemKeyBytes || !utf8.ValidString(req.IdempotencyKey):
+		return req, probInvalid.with(fmt.Sprintf("idempotency_key (or the Idempotency-Key header) is required: 1..%d bytes of UTF-8", MaxIdemKeyBytes)), false
+	}
+	return req, Problem{}, true
+}
+
+func (h *handlers) reserve(w http.ResponseWriter, r *http.Request) {
+	req, p, ok := DecodeReserveRequest(w, r)
+	if !ok {
+		writeProblem(w, p)
+		return
+	}
+	res, created, err := h.svc.Reserve(r.Context(), req)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	status := http.StatusOK // a replay of an earlier request
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, res)
+}
+
+func (h *handlers) cancel(w http.ResponseWriter, r *http.Request) {
+	id, err := parseID(chi.URLParam(r, "id"))
+	if err != nil {
+		writeProblem(w, probBadRequest.with(err.Error()))
+		return
+	}
+	res, err := h.svc.Cancel(r.Context(), id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (h *handlers) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				h.log.ErrorContext(r.Context(), "panic", "method", r.Method, "path", r.URL.Path, "panic", v)
+				writeProblem(w, probInternal)
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

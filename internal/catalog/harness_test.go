@@ -1,0 +1,117 @@
+package catalog
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-lab/stampede/internal/lockx"
+	"github.com/stampede-lab/stampede/internal/seed"
+	"github.com/stampede-lab/stampede/internal/testenv"
+)
+
+// testAPI is the whole API on real servers: a seeded Postgres database, a
+// private Redis for the caches and the lock, and the HTTP handler.
+type testAPI struct {
+	t       testing.TB
+	db      *pgxpool.Pool
+	redis   *testenv.RedisNode
+	svc     *Service
+	faults  *Injector
+	reg     *prometheus.Registry
+	handler http.Handler
+	locker  *lockx.Locker
+}
+
+const testAdminToken = "s3cret-admin"
+
+// apiOptions adjust newTestAPI.
+type apiOptions struct {
+	lockTTL time.Duration // default 2s
+	scale   float64       // default 0.02 (500 products)
+	// lockWait is how long a reservation waits for the product's lock
+	// (lockx.Options.Wait); default 5s.
+	lockWait time.Duration
+}
+
+func newTestAPI(t testing.TB, o apiOptions) *testAPI {
+	t.Helper()
+	if o.lockTTL == 0 {
+		o.lockTTL = 2 * time.Second
+	}
+	if o.scale == 0 {
+		o.scale = 0.02
+	}
+	if o.lockWait == 0 {
+		o.lockWait = 5 * time.Second
+	}
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	if _, err := seed.Run(ctx, db, seed.Config{Scale: o.scale}); err != nil {
+		t.Fatal(err)
+	}
+	node := testenv.RedisNodes(t, 1)[0]
+	opt := node.Options()
+	opt.ReadTimeout, opt.WriteTimeout, opt.MaxRetries, opt.DialerRetries = time.Second, time.Second, -1, 1
+	cacheRedis := redis.NewClient(opt)
+	t.Cleanup(func() { _ = cacheRedis.Close() })
+	lopt := node.Options()
+	lopt.ContextTimeoutEnabled, lopt.MaxRetries, lopt.DialerRetries = true, -1, 1
+	lockRedis := redis.NewClient(lopt)
+	t.Cleanup(func() { _ = lockRedis.Close() })
+
+	reg := prometheus.NewRegistry()
+	faults := &Injector{}
+	store := NewStore(db, WithDelay(faults.DBDelay))
+	locker, err := lockx.New([]redis.UniversalClient{lockRedis}, lockx.Options{
+		Name: "inventory", TTL: o.lockTTL, Wait: o.lockWait, NoWatchdog: true, Registerer: reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = locker.Close() })
+	svc, err := NewService(Config{Store: store, Cache: cacheRedis, Locker: locker, Faults: faults, Registerer: reg, CacheTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	h, err := NewHandler(HandlerConfig{Service: svc, Faults: faults, AdminToken: testAdminToken, Registry: reg,
+		Ready: func(ctx context.Context) error { return db.Ping(ctx) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testAPI{t: t, db: db, redis: node, svc: svc, faults: faults, reg: reg, handler: h, locker: locker}
+}
+
+// do sends a request through the handler and returns the recorder.
+func (a *testAPI) do(method, path, body string, header ...string) *httptest.ResponseRecorder {
+	a.t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, r)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	rec := httptest.NewRecorder()
+	a.handler.ServeHTTP(rec, req)
+	return rec
+}
+
+// admin sends an authorised admin request.
+func (a *testAPI) admin(method, path, body string) *httptest.ResponseRecorder {
+	a.t.Helper()
+	return a.do(method, path, body, "Authorization", "Bearer "+testAdminToken)
+}

@@ -1,0 +1,105 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stampede-lab/stampede/internal/lockx"
+	"github.com/stampede-lab/stampede/internal/lockx/pgfence"
+)
+
+// ReserveRequest asks to hold quantity units of a product. The idempotency
+// key makes a retried request return the first reservation.
+type ReserveRequest struct {
+	ProductID      int64  `json:"product_id"`
+	Quantity       int    `json:"quantity"`
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// Errors of reservations, besides ErrNotFound and ErrInsufficientStock.
+var (
+	// ErrLockBusy: the product's lock could not be taken in time, or its
+	// Redis is unavailable. Retry later.
+	ErrLockBusy = errors.New("catalog: product is busy, retry later")
+	// ErrFenced: the lock was lost before the write committed (a pause
+	// longer than its TTL), and the write was refused. Nothing changed.
+	ErrFenced = errors.New("catalog: lock lost, write refused")
+)
+
+// Reserve holds stock under the product's lock: in one transaction it
+// checks the idempotency key, claims the inventory row with the lock's
+// fencing token, checks the stock, inserts the reservation and raises
+// reserved. created is false for an idempotent replay.
+func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (r Reservation, created bool, err error) {
+	result := "reserved" // "" for failures outside the contract's results (not found, bad key, database)
+	defer func() {
+		if result != "" {
+			s.reservations.WithLabelValues(result).Inc()
+		}
+	}()
+
+	lk, err := s.locker.Acquire(ctx, strconv.FormatInt(req.ProductID, 10))
+	if err != nil {
+		result = "lock_timeout"
+		if ctx.Err() != nil {
+			return r, false, ctx.Err()
+		}
+		return r, false, fmt.Errorf("%w: %w", ErrLockBusy, err)
+	}
+	defer lk.Release(context.WithoutCancel(ctx))
+
+	// The write runs under the lock's context: if the lock is lost, the
+	// transaction is cancelled. An injected pause simulates a process that
+	// stops after that check (a GC pause, a frozen VM): its write goes out
+	// after the lock has expired, and only the fence stops it.
+	wctx := lk.Context()
+	if pause := s.faults.ReservationPause(); pause > 0 {
+		wctx = context.WithoutCancel(ctx)
+		_ = FixedDelay(pause)(ctx)
+	}
+	r, created, err = s.store.Reserve(wctx, req.ProductID, req.Quantity, req.IdempotencyKey, lk.Token())
+	switch {
+	case err == nil && !created:
+		result = "duplicate"
+	case err == nil:
+	case errors.Is(err, pgfence.ErrStaleToken), errors.Is(context.Cause(lk.Context()), lockx.ErrLost):
+		result = "fenced"
+		err = fmt.Errorf("%w: %w", ErrFenced, err)
+	case errors.Is(err, ErrInsufficientStock):
+		result = "insufficient"
+	default:
+		result = ""
+	}
+	return r, created, err
+}
+
+// Cancel cancels a reservation and returns its stock, under the product's
+// lock and fenced like Reserve. Cancelling twice returns the cancelled
+// reservation.
+func (s *Service) Cancel(ctx context.Context, id int64) (Reservation, error) {
+	var productID int64
+	err := s.store.db.QueryRow(ctx, "SELECT product_id FROM reservations WHERE id = $1", id).Scan(&productID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Reservation{}, ErrNotFound
+	}
+	if err != nil {
+		return Reservation{}, fmt.Errorf("catalog: cancel %d: %w", id, err)
+	}
+	lk, err := s.locker.Acquire(ctx, strconv.FormatInt(productID, 10))
+	if err != nil {
+		if ctx.Err() != nil {
+			return Reservation{}, ctx.Err()
+		}
+		return Reservation{}, fmt.Errorf("%w: %w", ErrLockBusy, err)
+	}
+	defer lk.Release(context.WithoutCancel(ctx))
+	r, err := s.store.CancelReservation(lk.Context(), id, lk.Token())
+	if errors.Is(err, pgfence.ErrStaleToken) {
+		err = fmt.Errorf("%w: %w", ErrFenced, err)
+	}
+	return r, err
+}

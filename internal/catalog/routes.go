@@ -1,0 +1,83 @@
+package catalog
+
+import (
+	"context"
+	_ "embed"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// HandlerConfig wires the HTTP API.
+type HandlerConfig struct {
+	Service *Service
+	Faults  *Injector
+	// AdminToken enables /admin when set; requests must carry it as a
+	// Bearer token.
+	AdminToken string
+	// Registry is served at /metrics and receives the http_* metrics.
+	Registry *prometheus.Registry
+	// Ready reports whether the dependencies answer (for /readyz).
+	Ready  func(ctx context.Context) error
+	Logger *slog.Logger
+}
+
+//go:embed openapi.yaml
+var openAPI []byte
+
+// NewHandler returns the API's router. This is the whole HTTP surface.
+func NewHandler(cfg HandlerConfig) (http.Handler, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &handlers{svc: cfg.Service, faults: cfg.Faults, adminToken: cfg.AdminToken, ready: cfg.Ready, log: cfg.Logger}
+	m, err := newHTTPMetrics(cfg.Registry)
+	if err != nil {
+		return nil, err
+	}
+	r := chi.NewRouter()
+	r.Use(m.middleware, h.recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, probNotFound.with("no route "+r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		var allow []string // RFC 9110: a 405 says which methods the resource has
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
+				allow = append(allow, m)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeProblem(w, probMethod)
+	})
+
+	r.Get("/healthz", h.healthz)
+	r.Get("/readyz", h.readyz)
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	r.Get("/openapi.yaml", h.openapi)
+
+	r.Route("/v1", func(r chi.Router) {
+		r.Get("/products", h.products)             // ?ids=1,2,3 (at most 100)
+		r.Get("/products/{id}", h.product)         // cached
+		r.Patch("/products/{id}", h.updateProduct) // invalidates
+		r.Get("/products/{id}/inventory", h.inventory)
+		r.Get("/categories/{id}/stats", h.categoryStats) // cached: the XFetch showcase
+		r.Get("/categories/{id}/top", h.topProducts)     // ?limit=10 (at most 50)
+		r.Get("/search", h.search)                       // ?q=...&limit=20
+		r.Post("/reservations", h.reserve)
+		r.Post("/reservations/{id}/cancel", h.cancel)
+	})
+
+	r.Route("/admin", func(r chi.Router) {
+		r.Use(h.adminOnly)
+		r.Get("/caches", h.adminCaches)
+		r.Put("/caches/{name}", h.adminSetCache)
+		r.Get("/faults", h.adminFaults)
+		r.Put("/faults", h.adminSetFaults)
+	})
+	return r, nil
+}

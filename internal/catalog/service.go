@@ -1,0 +1,251 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-lab/stampede/internal/cachex"
+	"github.com/stampede-lab/stampede/internal/lockx"
+)
+
+// Config wires a Service. Store, Cache and Locker are required.
+type Config struct {
+	Store *Store
+	// Cache is the client of the caches' Redis. Service adds the fault
+	// injection hook to it.
+	Cache  *redis.Client
+	Locker *lockx.Locker
+	// Faults, shared with the admin API; nil means none can be injected.
+	Faults *Injector
+	// TTLs of the caches; zero takes the default in brackets.
+	ProductTTL time.Duration // [1m]
+	StatsTTL   time.Duration // [10s] short, so that stampedes are frequent in the demo
+	TopTTL     time.Duration // [30s]
+	SearchTTL  time.Duration // [30s] searches are not invalidated by updates: this bounds staleness
+	// CacheTimeout bounds each cache call to Redis [100ms]; the client's
+	// read/write timeouts should equal it (see cachex.Options.Timeout).
+	CacheTimeout time.Duration
+	Registerer   prometheus.Registerer
+}
+
+// Service is the catalog: reads through the caches, writes that invalidate
+// them, and reservations under a per-product lock with fenced writes.
+type Service struct {
+	store  *Store
+	locker *lockx.Locker
+	faults *Injector
+
+	product *cachex.Cache[Product]
+	stats   *cachex.Cache[CategoryStats]
+	top     *cachex.Cache[[]TopProduct]
+	search  *cachex.Cache[[]SearchHit]
+
+	reservations *prometheus.CounterVec
+}
+
+// NewService builds the Service and its four caches (product,
+// category_stats, top_products, search), registering their metrics.
+func NewService(cfg Config) (*Service, error) {
+	if cfg.Store == nil || cfg.Cache == nil || cfg.Locker == nil {
+		return nil, errors.New("catalog: NewService needs a Store, a cache Redis client and a Locker")
+	}
+	if cfg.Faults == nil {
+		cfg.Faults = &Injector{}
+	}
+	cfg.Cache.AddHook(cfg.Faults.CacheHook())
+	def := func(d, v time.Duration) time.Duration {
+		if d == 0 {
+			return v
+		}
+		return d
+	}
+	s := &Service{store: cfg.Store, locker: cfg.Locker, faults: cfg.Faults}
+	var err error
+	opts := func(name string, ttl time.Duration) cachex.Options {
+		return cachex.Options{Name: name, TTL: ttl, Timeout: cfg.CacheTimeout, Registerer: cfg.Registerer, NegativeTTL: 5 * time.Second}
+	}
+	if s.product, err = cachex.New(cfg.Cache, cachex.JSON[Product]{}, opts("product", def(cfg.ProductTTL, time.Minute))); err != nil {
+		return nil, err
+	}
+	if s.stats, err = cachex.New(cfg.Cache, cachex.JSON[CategoryStats]{}, opts("category_stats", def(cfg.StatsTTL, 10*time.Second))); err != nil {
+		return nil, err
+	}
+	if s.top, err = cachex.New(cfg.Cache, cachex.JSON[[]TopProduct]{}, opts("top_products", def(cfg.TopTTL, 30*time.Second))); err != nil {
+		return nil, err
+	}
+	if s.search, err = cachex.New(cfg.Cache, cachex.JSON[[]SearchHit]{}, opts("search", def(cfg.SearchTTL, 30*time.Second))); err != nil {
+		return nil, err
+	}
+	s.reservations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "catalog_reservations_total",
+		Help: "Reservation requests by result: reserved, insufficient (not enough stock), fenced (the lock was lost: write refused), lock_timeout (the product's lock was busy or its Redis unavailable), duplicate (idempotent replay).",
+	}, []string{"result"})
+	for _, r := range []string{"reserved", "insufficient", "fenced", "lock_timeout", "duplicate"} {
+		s.reservations.WithLabelValues(r)
+	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(s.reservations); err != nil {
+			return nil, fmt.Errorf("catalog: register metrics: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Close stops the caches' background refreshes.
+func (s *Service) Close() {
+	for _, c := range []interface{ Close() }{s.product, s.stats, s.top, s.search} {
+		c.Close()
+	}
+}
+
+// notFound maps the store's not-found error to the cache's, so misses of
+// unknown ids are cached briefly (NegativeTTL) and still match ErrNotFound.
+func notFound(err error) error {
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%w: %w", cachex.ErrNotFound, err)
+	}
+	return err
+}
+
+// cacheNotFound turns a cached negative answer back into ErrNotFound.
+func cacheNotFound(err error) error {
+	if errors.Is(err, cachex.ErrNotFound) && !errors.Is(err, ErrNotFound) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// Product returns one product, through the product cache.
+func (s *Service) Product(ctx context.Context, id int64) (Product, error) {
+	p, err := s.product.Get(ctx, strconv.FormatInt(id, 10), func(ctx context.Context) (Product, error) {
+		p, err := s.store.Product(ctx, id)
+		return p, notFound(err)
+	})
+	return p, cacheNotFound(err)
+}
+
+// Products returns the products with the given ids that exist, in the order
+// asked, reading the cache in one round trip and the database once for all
+// misses.
+func (s *Service) Products(ctx context.Context, ids []int64) ([]Product, error) {
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = strconv.FormatInt(id, 10)
+	}
+	got, err := s.product.GetMany(ctx, keys, func(ctx context.Context, missing []string) (map[string]Product, error) {
+		want := make([]int64, len(missing))
+		for i, k := range missing {
+			want[i], _ = strconv.ParseInt(k, 10, 64)
+		}
+		found, err := s.store.Products(ctx, want)
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[string]Product, len(found))
+		for id, p := range found {
+			out[strconv.FormatInt(id, 10)] = p
+		}
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Product, 0, len(got))
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if p, ok := got[k]; ok && !seen[k] {
+			seen[k] = true
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// CategoryStats returns a category's statistics (the expensive aggregate),
+// through the category_stats cache.
+func (s *Service) CategoryStats(ctx context.Context, id int64) (CategoryStats, error) {
+	st, err := s.stats.Get(ctx, strconv.FormatInt(id, 10), func(ctx context.Context) (CategoryStats, error) {
+		st, err := s.store.CategoryStats(ctx, id)
+		return st, notFound(err)
+	})
+	return st, cacheNotFound(err)
+}
+
+// MaxTop is the longest top list: the cache holds this many per category
+// and shorter lists are cut from it.
+const MaxTop = 50
+
+// TopProducts returns a category's limit (1..MaxTop) best-rated products,
+// through the top_products cache.
+func (s *Service) TopProducts(ctx context.Context, id int64, limit int) ([]TopProduct, error) {
+	top, err := s.top.Get(ctx, strconv.FormatInt(id, 10), func(ctx context.Context) ([]TopProduct, error) {
+		top, err := s.store.TopProducts(ctx, id, MaxTop)
+		return top, notFound(err)
+	})
+	return top[:min(limit, len(top))], cacheNotFound(err)
+}
+
+// NormalizeQuery lower-cases a search query and folds its white space, so
+// that equivalent queries share a cache entry.
+func NormalizeQuery(q string) string { return strings.Join(strings.Fields(strings.ToLower(q)), " ") }
+
+// Search runs a ranked full-text search, cached per normalised query.
+func (s *Service) Search(ctx context.Context, q string, limit int) ([]SearchHit, error) {
+	q = NormalizeQuery(q)
+	return s.search.Get(ctx, strconv.Itoa(limit)+":"+q, func(ctx context.Context) ([]SearchHit, error) {
+		return s.store.Search(ctx, q, limit)
+	})
+}
+
+// UpdateProduct changes a product and invalidates what it affects: the
+// product and its category's statistics and top lists. (Cached searches are
+// not keyed by product; they expire within SearchTTL.)
+func (s *Service) UpdateProduct(ctx context.Context, id int64, patch ProductPatch) (Product, error) {
+	p, err := s.store.UpdateProduct(ctx, id, patch)
+	if err != nil {
+		return p, err
+	}
+	cat := strconv.FormatInt(p.CategoryID, 10)
+	err = errors.Join(
+		s.product.Invalidate(ctx, strconv.FormatInt(id, 10)),
+		s.stats.Invalidate(ctx, cat),
+		s.top.Invalidate(ctx, cat),
+	)
+	if err != nil {
+		// The write is committed; the caches expire by themselves.
+		return p, fmt.Errorf("%w: %w", ErrStaleCache, err)
+	}
+	return p, nil
+}
+
+// ErrStaleCache reports a committed write whose cache invalidation failed:
+// reads may be stale until the entries expire.
+var ErrStaleCache = errors.New("catalog: cache invalidation failed")
+
+// Inventory returns a product's stock, not cached: it changes with every
+// reservation.
+func (s *Service) Inventory(ctx context.Context, productID int64) (Inventory, error) {
+	return s.store.Inventory(ctx, productID)
+}
+
+// Caches returns the service's caches by name, for the admin API.
+func (s *Service) Caches() map[string]AdminCache {
+	return map[string]AdminCache{
+		"product": s.product, "category_stats": s.stats, "top_products": s.top, "search": s.search,
+	}
+}
+
+// AdminCache is what the admin API may change on a cache at run time.
+type AdminCache interface {
+	Strategy() cachex.Strategy
+	SetStrategy(cachex.Strategy) error
+	Beta() float64
+	SetBeta(float64) error
+}

@@ -1,0 +1,208 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stampede-lab/stampede/internal/lockx/pgfence"
+)
+
+// inventoryFence is the fenced row of a product's inventory.
+func inventoryFence(productID int64) pgfence.Row {
+	return pgfence.Row{Table: "inventory", KeyColumn: "product_id", TokenColumn: "fence_token", Key: productID}
+}
+
+// Reserve holds qty units of a product for the request identified by
+// idempotencyKey, writing under the fencing token of the caller's lock on
+// the product. It runs in one transaction:
+//
+//  1. If a reservation with idempotencyKey exists, it is returned as it is
+//     now (possibly cancelled) with created = false, and nothing is written;
+//     if that reservation is for another product or quantity, the error is
+//     ErrIdempotencyMismatch. A replay does not check the token.
+//  2. The inventory row is claimed with token (pgfence.Claim): an error
+//     matching pgfence.ErrStaleToken means a newer lock holder has written
+//     and nothing is written.
+//  3. If fewer than qty units are available (stock - reserved), the error is
+//     ErrInsufficientStock.
+//  4. The reservation is inserted (active, fence_token = token) and the
+//     units are added to inventory.reserved.
+//
+// Concurrent calls with the same key create one reservation: the others
+// return it with created = false. An unknown product gives ErrNotFound; a
+// quantity below 1 or a key that is blank or longer than
+// MaxIdempotencyKeyLen characters gives ErrInvalidArgument.
+func (s *Store) Reserve(ctx context.Context, productID int64, qty int, idempotencyKey string, token int64) (Reservation, bool, error) {
+	switch {
+	case qty < 1 || qty > math.MaxInt32:
+		return Reservation{}, false, fmt.Errorf("catalog: %s: %w: quantity %d", QueryReserve, ErrInvalidArgument, qty)
+	case strings.TrimSpace(idempotencyKey) == "":
+		return Reservation{}, false, fmt.Errorf("catalog: %s: %w: blank idempotency key", QueryReserve, ErrInvalidArgument)
+	case utf8.RuneCountInString(idempotencyKey) > MaxIdempotencyKeyLen || !utf8.ValidString(idempotencyKey):
+		return Reservation{}, false, fmt.Errorf("catalog: %s: %w: idempotency key longer than %d characters or not UTF-8",
+			QueryReserve, ErrInvalidArgument, MaxIdempotencyKeyLen)
+	}
+	var (
+		res     Reservation
+		created bool
+	)
+	err := s.run(ctx, QueryReserve, func() error {
+		var err error
+		res, created, err = s.reserve(ctx, productID, qty, idempotencyKey, token)
+		if isUniqueViolation(err, idempotencyKeyConstraint) {
+			// A concurrent request with the same key (for another product,
+			// whose inventory lock did not serialise us) committed first.
+			created = false
+			var found bool
+			res, found, err = reservationByKey(ctx, s.db, idempotencyKey)
+			switch {
+			case err != nil:
+				return err
+			case !found:
+				return errors.New("idempotency key conflict, but no reservation has the key")
+			}
+			return replay(res, productID, qty)
+		}
+		return err
+	})
+	if err != nil {
+		return Reservation{}, false, err
+	}
+	return res, created, nil
+}
+
+func (s *Store) reserve(ctx context.Context, productID int64, qty int, key string, token int64) (Reservation, bool, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return Reservation{}, false, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+
+	if res, found, err := reservationByKey(ctx, tx, key); err != nil || found {
+		if err == nil {
+			err = replay(res, productID, qty)
+		}
+		return res, false, err
+	}
+	if err := pgfence.Claim(ctx, tx, inventoryFence(productID), token); err != nil {
+		if errors.Is(err, pgfence.ErrNoRow) {
+			return Reservation{}, false, fmt.Errorf("inventory of product %d: %w", productID, ErrNotFound)
+		}
+		return Reservation{}, false, err
+	}
+	// A concurrent request with the same key for this product held the
+	// inventory row until it committed; this statement's fresh snapshot
+	// (READ COMMITTED) sees its reservation. Rolling back undoes the claim.
+	if res, found, err := reservationByKey(ctx, tx, key); err != nil || found {
+		if err == nil {
+			err = replay(res, productID, qty)
+		}
+		return res, false, err
+	}
+	tag, err := tx.Exec(ctx, sqlTakeStock, productID, qty)
+	if err != nil {
+		return Reservation{}, false, err
+	}
+	if tag.RowsAffected() == 0 {
+		return Reservation{}, false, fmt.Errorf("product %d, %d wanted: %w", productID, qty, ErrInsufficientStock)
+	}
+	res, err := scanReservation(tx.QueryRow(ctx, sqlInsertReservation, productID, qty, token, key))
+	if err != nil {
+		return Reservation{}, false, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return Reservation{}, false, err
+	}
+	return res, true, nil
+}
+
+// replay checks that an existing reservation answers a request for qty
+// units of productID.
+func replay(res Reservation, productID int64, qty int) error {
+	if res.ProductID != productID || res.Quantity != qty {
+		return fmt.Errorf("%w: key %q holds %d of product %d, the request wants %d of product %d",
+			ErrIdempotencyMismatch, res.IdempotencyKey, res.Quantity, res.ProductID, qty, productID)
+	}
+	return nil
+}
+
+// CancelReservation cancels a reservation and gives its units back to the
+// product's inventory, writing under the fencing token of the caller's lock
+// on the product, in one transaction that locks the reservation first.
+// Cancelling a cancelled reservation returns it unchanged, without checking
+// the token. The cancelled reservation's fence_token becomes token. It
+// returns ErrNotFound for an unknown id and an error matching
+// pgfence.ErrStaleToken when a newer lock holder has written the inventory.
+func (s *Store) CancelReservation(ctx context.Context, id int64, token int64) (Reservation, error) {
+	var res Reservation
+	err := s.run(ctx, QueryCancel, func() error {
+		var err error
+		res, err = s.cancel(ctx, id, token)
+		return err
+	})
+	if err != nil {
+		return Reservation{}, err
+	}
+	return res, nil
+}
+
+func (s *Store) cancel(ctx context.Context, id, token int64) (Reservation, error) {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return Reservation{}, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+
+	res, err := scanReservation(tx.QueryRow(ctx, sqlLockReservation, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Reservation{}, fmt.Errorf("reservation %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Reservation{}, err
+	}
+	if res.Status == StatusCancelled {
+		return res, nil
+	}
+	if err := pgfence.Claim(ctx, tx, inventoryFence(res.ProductID), token); err != nil {
+		return Reservation{}, err
+	}
+	if _, err := tx.Exec(ctx, sqlReturnStock, res.ProductID, res.Quantity); err != nil {
+		return Reservation{}, err
+	}
+	res, err = scanReservation(tx.QueryRow(ctx, sqlCancelReservation, id, token))
+	if err != nil {
+		return Reservation{}, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return Reservation{}, err
+	}
+	return res, nil
+}
+
+// querier is what reservationByKey needs: a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func reservationByKey(ctx context.Context, q querier, key string) (Reservation, bool, error) {
+	res, err := scanReservation(q.QueryRow(ctx, sqlReservationByKey, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Reservation{}, false, nil
+	}
+	if err != nil {
+		return Reservation{}, false, err
+	}
+	return res, true, nil
+}
+
+func scanReservation(row pgx.Row) (Reservation, error) {
+	var r Reservation
+	err := row.Scan(&r.ID, &r.ProductID, &r.Quantity, &r.Status, &r.FenceToken, &r.IdempotencyKey, &r.CreatedAt, &r.UpdatedAt)
+	return r, err
+}
