@@ -16,6 +16,9 @@ import (
 //     (deduplicated in this process and, by a lock in Redis, across
 //     instances). A miss waits for one recompute per key per process, and for
 //     another instance's recompute when that instance holds the key's lock.
+//     A value that expired while its refresh is already under way is served
+//     until the new one lands (counted as stale) rather than making readers
+//     wait.
 //   - TTL: every caller that finds no fresh value recomputes (the baseline).
 //   - None: every call recomputes.
 //
