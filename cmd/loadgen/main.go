@@ -5,8 +5,9 @@
 //	loadgen [flags] [scenario]
 //
 // It only ever talks to the -target URL, which must be a loopback address
-// unless -allow-remote is given. Scenarios (stampede, browse, reserve, demo)
-// are not implemented yet; today the command validates its flags and exits.
+// unless -allow-remote is given. The stampede scenario is implemented;
+// browse, reserve and demo are not yet (the command validates its flags and
+// exits with an error for them).
 // `loadgen -h` lists every flag with its default.
 package main
 
@@ -61,15 +62,15 @@ type config struct {
 	maxRequests int64
 	maxInFlight int
 	scenario    string
+	stampede    stampedeConfig
 }
 
 // run is the whole program: it parses args (with LOADGEN_TARGET from getenv
-// as the -target fallback), validates them and, for now, returns
+// as the -target fallback and ADMIN_TOKEN as the -admin-token one), validates
+// them and runs the scenario; scenarios other than stampede return
 // errNotImplemented. -h prints usage to stderr and returns nil. It never
 // opens a network connection before the target has been validated.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	_ = ctx
-	_ = stdout
 	cfg, err := parseConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -77,7 +78,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	_ = cfg
+	switch cfg.scenario {
+	case stampedeScenario:
+		return runStampede(ctx, cfg, stdout, stderr)
+	}
 	return errNotImplemented
 }
 
@@ -106,12 +110,16 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		"stop after this many scheduled requests, dropped ones included (default 0: no count bound)")
 	fs.IntVar(&cfg.maxInFlight, "max-in-flight", defaultMaxInFlight,
 		"safety cap on concurrent requests; an arrival that finds the cap reached is dropped and counted, not queued")
+	registerStampedeFlags(fs, &cfg.stampede, getenv("ADMIN_TOKEN"))
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: loadgen [flags] [scenario]
 
 Open-model load generator for the stampede API. Latency is measured from each
 request's scheduled start, so a slow server cannot hide its queueing delay.
-Scenarios (stampede, browse, reserve, demo) are not implemented yet.
+Scenarios: stampede (switches the category_stats cache through each -phases
+strategy and drives -rate requests/s at -hot-keys categories for
+-phase-duration each, writing <report-dir>/summary.json). browse, reserve and
+demo are not implemented yet.
 
 Flags:
 `)
@@ -141,6 +149,11 @@ Flags:
 		return config{}, errors.New("-duration and -max-requests are both 0: the run would never stop by itself")
 	case cfg.maxInFlight <= 0:
 		return config{}, fmt.Errorf("-max-in-flight must be > 0, got %d", cfg.maxInFlight)
+	}
+	if cfg.scenario == stampedeScenario {
+		if err := cfg.stampede.validate(); err != nil {
+			return config{}, err
+		}
 	}
 	return cfg, nil
 }
