@@ -5,9 +5,9 @@
 //	loadgen [flags] [scenario]
 //
 // It only ever talks to the -target URL, which must be a loopback address
-// unless -allow-remote is given. The stampede scenario is implemented;
-// browse, reserve and demo are not yet (the command validates its flags and
-// exits with an error for them).
+// unless -allow-remote is given. The stampede and reserve scenarios are
+// implemented; browse and demo are not yet (the command validates its flags
+// and exits with an error for them).
 // `loadgen -h` lists every flag with its default.
 package main
 
@@ -63,11 +63,12 @@ type config struct {
 	maxInFlight int
 	scenario    string
 	stampede    stampedeConfig
+	reserve     reserveConfig
 }
 
 // run is the whole program: it parses args (with LOADGEN_TARGET from getenv
 // as the -target fallback and ADMIN_TOKEN as the -admin-token one), validates
-// them and runs the scenario; scenarios other than stampede return
+// them and runs the scenario; scenarios other than stampede and reserve return
 // errNotImplemented. -h prints usage to stderr and returns nil. It never
 // opens a network connection before the target has been validated.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -81,6 +82,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch cfg.scenario {
 	case stampedeScenario:
 		return runStampede(ctx, cfg, stdout, stderr)
+	case reserveScenario:
+		return runReserve(ctx, cfg, stdout, stderr)
 	}
 	return errNotImplemented
 }
@@ -111,6 +114,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.IntVar(&cfg.maxInFlight, "max-in-flight", defaultMaxInFlight,
 		"safety cap on concurrent requests; an arrival that finds the cap reached is dropped and counted, not queued")
 	registerStampedeFlags(fs, &cfg.stampede, getenv("ADMIN_TOKEN"))
+	registerReserveFlags(fs, &cfg.reserve)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: loadgen [flags] [scenario]
 
@@ -118,8 +122,11 @@ Open-model load generator for the stampede API. Latency is measured from each
 request's scheduled start, so a slow server cannot hide its queueing delay.
 Scenarios: stampede (switches the category_stats cache through each -phases
 strategy and drives -rate requests/s at -hot-keys categories for
--phase-duration each, writing <report-dir>/summary.json). browse, reserve and
-demo are not implemented yet.
+-phase-duration each, writing <report-dir>/summary.json) and reserve (reserves
+1..3 units of -skus at -rate for -phase-duration with fresh idempotency keys,
+replaying -replay-percent of earlier ones, then checks through the API that
+nothing was oversold and every reservation is accounted for; exits non-zero
+if not). browse and demo are not implemented yet.
 
 Flags:
 `)
@@ -150,8 +157,13 @@ Flags:
 	case cfg.maxInFlight <= 0:
 		return config{}, fmt.Errorf("-max-in-flight must be > 0, got %d", cfg.maxInFlight)
 	}
-	if cfg.scenario == stampedeScenario {
+	switch cfg.scenario {
+	case stampedeScenario:
 		if err := cfg.stampede.validate(); err != nil {
+			return config{}, err
+		}
+	case reserveScenario:
+		if err := cfg.reserve.validate(&cfg.stampede); err != nil {
 			return config{}, err
 		}
 	}

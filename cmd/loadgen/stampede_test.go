@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
@@ -22,10 +23,17 @@ import (
 // API, so that one recompute of category stats is expensive.
 const recomputeCost = 50 * time.Millisecond
 
+// testAPI configures startTestAPI.
+type testAPI struct {
+	statsTTL   time.Duration // category_stats TTL; 0: the service's default
+	queryCost  time.Duration // added to every database query
+	adminToken string
+}
+
 // startTestAPI starts the whole catalog API on real servers (a seeded
-// Postgres, a private Redis) behind a loopback httptest server, with
-// category_stats cached for statsTTL, and returns its URL.
-func startTestAPI(t *testing.T, statsTTL time.Duration, adminToken string) string {
+// Postgres, a private Redis) behind a loopback httptest server and returns
+// its URL and the database. The admin API's fault knobs reach the service.
+func startTestAPI(t *testing.T, o testAPI) (string, *pgxpool.Pool) {
 	t.Helper()
 	ctx := context.Background()
 	db := testenv.Postgres(t)
@@ -43,7 +51,10 @@ func startTestAPI(t *testing.T, statsTTL time.Duration, adminToken string) strin
 	t.Cleanup(func() { _ = lockRedis.Close() })
 
 	reg := prometheus.NewRegistry()
-	store := catalog.NewStore(db, catalog.WithDelay(catalog.FixedDelay(recomputeCost)))
+	var storeOpts []catalog.StoreOption
+	if o.queryCost > 0 {
+		storeOpts = append(storeOpts, catalog.WithDelay(catalog.FixedDelay(o.queryCost)))
+	}
 	locker, err := lockx.New([]redis.UniversalClient{lockRedis}, lockx.Options{
 		Name: "inventory", TTL: 2 * time.Second, NoWatchdog: true, Registerer: reg,
 	})
@@ -51,20 +62,20 @@ func startTestAPI(t *testing.T, statsTTL time.Duration, adminToken string) strin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = locker.Close() })
-	svc, err := catalog.NewService(catalog.Config{Store: store, Cache: cacheRedis, Locker: locker,
-		Registerer: reg, StatsTTL: statsTTL, CacheTimeout: time.Second})
+	faults := &catalog.Injector{}
+	svc, err := catalog.NewService(catalog.Config{Store: catalog.NewStore(db, storeOpts...), Cache: cacheRedis,
+		Locker: locker, Faults: faults, Registerer: reg, StatsTTL: o.statsTTL, CacheTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(svc.Close)
-	h, err := catalog.NewHandler(catalog.HandlerConfig{Service: svc, Faults: &catalog.Injector{},
-		AdminToken: adminToken, Registry: reg})
+	h, err := catalog.NewHandler(catalog.HandlerConfig{Service: svc, Faults: faults, AdminToken: o.adminToken, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return srv.URL
+	return srv.URL, db
 }
 
 // TestStampedeScenario runs a short stampede against the real API and checks,
@@ -84,7 +95,7 @@ func TestStampedeScenario(t *testing.T) {
 		token   = "t"
 		hotKeys = 2
 	)
-	url := startTestAPI(t, ttl, token)
+	url, _ := startTestAPI(t, testAPI{statsTTL: ttl, queryCost: recomputeCost, adminToken: token})
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := []string{

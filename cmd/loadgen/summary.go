@@ -95,11 +95,20 @@ func latencyOf(h *Histogram) LatencySummary {
 }
 
 // WriteJSON writes s as indented JSON to dir/summary.json, creating dir.
-func (s *StampedeSummary) WriteJSON(dir string) (string, error) {
+func (s *StampedeSummary) WriteJSON(dir string) (string, error) { return writeSummary(dir, s) }
+
+// ReadStampedeSummary reads a summary.json written by WriteJSON.
+func ReadStampedeSummary(path string) (*StampedeSummary, error) {
+	return readSummary[StampedeSummary](path)
+}
+
+// writeSummary writes v as indented JSON to dir/summary.json, creating dir,
+// and returns the file's path.
+func writeSummary(dir string, v any) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("report dir: %w", err)
 	}
-	b, err := json.MarshalIndent(s, "", "  ")
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return "", err
 	}
@@ -110,13 +119,13 @@ func (s *StampedeSummary) WriteJSON(dir string) (string, error) {
 	return path, nil
 }
 
-// ReadStampedeSummary reads a summary.json written by WriteJSON.
-func ReadStampedeSummary(path string) (*StampedeSummary, error) {
+// readSummary reads a summary.json into a T.
+func readSummary[T any](path string) (*T, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var s StampedeSummary
+	var s T
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

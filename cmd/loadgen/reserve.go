@@ -1,0 +1,476 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Reserve scenario defaults, also shown by -h.
+const (
+	defaultSKUs          = "1,2,3"
+	defaultReplayPercent = 10.0
+	reserveScenario      = "reserve"
+	reserveEndpoint      = "reserve"
+	maxReserveQuantity   = 3
+)
+
+// Problem types of the reservation endpoint's refusals (docs/api.md).
+const (
+	problemInsufficient = "/problems/insufficient-stock"
+	problemFenced       = "/problems/fenced"
+	problemBusy         = "/problems/busy"
+)
+
+// errInvariant is returned (wrapped) when the end-of-run oversell check or
+// the replay check fails.
+var errInvariant = errors.New("reserve invariant violated")
+
+// reserveConfig is the part of the command line only the reserve scenario
+// uses (it also uses -phase-duration, -admin-token, -report-dir and
+// -max-error-rate of stampedeConfig).
+type reserveConfig struct {
+	skusRaw       string
+	skus          []int64
+	replayPercent float64
+	pausePercent  int
+	pauseMS       int
+}
+
+// registerReserveFlags adds the reserve flags to fs, storing into c.
+func registerReserveFlags(fs *flag.FlagSet, c *reserveConfig) {
+	fs.StringVar(&c.skusRaw, "skus", defaultSKUs,
+		"reserve: comma-separated product ids to reserve (quantity 1..3 each, picked at random)")
+	fs.Float64Var(&c.replayPercent, "replay-percent", defaultReplayPercent,
+		"reserve: share of requests (0..100) that replay the idempotency key of an earlier created reservation and must get it back with 200")
+	fs.IntVar(&c.pausePercent, "pause-percent", 0,
+		"reserve: if > 0, set the API's reservation_pause_percent fault knob for the run (needs -admin-token; all fault knobs are reset to 0 afterwards)")
+	fs.IntVar(&c.pauseMS, "pause-ms", 6000,
+		"reserve: reservation_pause_ms used with -pause-percent (longer than the lock TTL, 5s, makes paused writes lose their lock and be fenced)")
+}
+
+// validate checks the reserve flags and parses -skus.
+func (c *reserveConfig) validate(sc *stampedeConfig) error {
+	skus, err := parseSKUs(c.skusRaw)
+	if err != nil {
+		return err
+	}
+	c.skus = skus
+	switch {
+	case !(c.replayPercent >= 0 && c.replayPercent <= 100):
+		return fmt.Errorf("-replay-percent must be in [0, 100], got %v", c.replayPercent)
+	case c.pausePercent < 0 || c.pausePercent > 100:
+		return fmt.Errorf("-pause-percent must be in [0, 100], got %d", c.pausePercent)
+	case c.pauseMS < 0 || c.pauseMS > 60000:
+		return fmt.Errorf("-pause-ms must be in [0, 60000], got %d", c.pauseMS)
+	case c.pausePercent > 0 && sc.adminToken == "":
+		return errors.New("-pause-percent needs -admin-token (or ADMIN_TOKEN)")
+	case sc.phaseDuration <= 0:
+		return fmt.Errorf("-phase-duration must be > 0, got %v", sc.phaseDuration)
+	case sc.reportDir == "":
+		return errors.New("-report-dir is empty")
+	}
+	return nil
+}
+
+// parseSKUs parses "1,2,3" into distinct positive product ids, in order.
+func parseSKUs(s string) ([]int64, error) {
+	var out []int64
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		id, err := strconv.ParseInt(part, 10, 64)
+		if err != nil || id <= 0 {
+			return nil, fmt.Errorf("-skus: %q is not a product id", part)
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("-skus is empty")
+	}
+	return out, nil
+}
+
+// Inventory is the API's GET /v1/products/{id}/inventory answer.
+type Inventory struct {
+	ProductID  int64 `json:"product_id"`
+	Stock      int   `json:"stock"`
+	Reserved   int   `json:"reserved"`
+	Available  int   `json:"available"`
+	FenceToken int64 `json:"fence_token"`
+}
+
+// checkInvariant returns the violations of the no-oversell invariant, one
+// message per problem, sorted by product id; none means it holds. For every
+// product in before, after or created: both inventories must be known,
+// after.Reserved must not exceed after.Stock, and after.Reserved must equal
+// before.Reserved plus created[id], the summed quantities of the distinct
+// reservations the run created (replays add nothing).
+func checkInvariant(before, after map[int64]Inventory, created map[int64]int) []string {
+	var ids []int64
+	for _, m := range []map[int64]Inventory{before, after} {
+		for id := range m {
+			ids = append(ids, id)
+		}
+	}
+	for id := range created {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var out []string
+	for _, id := range ids {
+		b, okB := before[id]
+		a, okA := after[id]
+		if !okB || !okA {
+			out = append(out, fmt.Sprintf("product %d: inventory not read before and after the run (before %v, after %v)", id, okB, okA))
+			continue
+		}
+		if a.Reserved > a.Stock {
+			out = append(out, fmt.Sprintf("product %d: oversold: reserved %d > stock %d", id, a.Reserved, a.Stock))
+		}
+		if want := b.Reserved + created[id]; a.Reserved != want {
+			out = append(out, fmt.Sprintf("product %d: reserved %d != %d before + %d created = %d (%+d units unaccounted for)",
+				id, a.Reserved, b.Reserved, created[id], want, a.Reserved-want))
+		}
+	}
+	return out
+}
+
+// ReserveSummary is every figure of one reserve run, written as
+// summary.json in the report directory.
+type ReserveSummary struct {
+	Scenario      string    `json:"scenario"`
+	Target        string    `json:"target"`
+	RateRPS       float64   `json:"rate_rps"`
+	Seconds       float64   `json:"seconds"`
+	SKUs          []int64   `json:"skus"`
+	ReplayPercent float64   `json:"replay_percent"`
+	PausePercent  int       `json:"pause_percent"`
+	PauseMS       int       `json:"pause_ms"`
+	Started       time.Time `json:"started"`
+	Finished      time.Time `json:"finished"`
+
+	Requests int64 `json:"requests"`
+	// Created counts 201s of fresh keys; Replays 200s of replayed keys that
+	// returned the original reservation; ReplayMismatches replays answered
+	// with anything else (another status or another reservation).
+	Created          int64 `json:"created"`
+	Replays          int64 `json:"replays"`
+	ReplayMismatches int64 `json:"replay_mismatches"`
+	Insufficient     int64 `json:"insufficient"`
+	Fenced           int64 `json:"fenced"`
+	Busy             int64 `json:"busy"`
+	// Errors are transport failures and unexpected statuses; such a request
+	// may or may not have reserved, so errors can make the invariant fail.
+	Errors    int64            `json:"errors"`
+	Dropped   int64            `json:"dropped"`
+	ErrorRate float64          `json:"error_rate"` // (errors + dropped) / scheduled
+	ByCode    map[string]int64 `json:"by_code"`
+	RPS       float64          `json:"achieved_rps"`
+	Latency   LatencySummary   `json:"latency"`
+
+	Invariant    InvariantSummary `json:"invariant"`
+	MaxErrorRate float64          `json:"max_error_rate"`
+	Passed       bool             `json:"passed"`
+	Failures     []string         `json:"failures,omitempty"`
+}
+
+// InvariantSummary is the end-of-run oversell check: per SKU, the
+// inventory before and after and what the run created.
+type InvariantSummary struct {
+	Passed     bool           `json:"passed"`
+	Violations []string       `json:"violations,omitempty"`
+	SKUs       []SKUInvariant `json:"skus"`
+}
+
+// SKUInvariant is the figures of one product in the invariant check.
+type SKUInvariant struct {
+	ProductID      int64 `json:"product_id"`
+	Stock          int   `json:"stock"`
+	ReservedBefore int   `json:"reserved_before"`
+	ReservedAfter  int   `json:"reserved_after"`
+	// CreatedQuantity is the summed quantity of the run's 201s.
+	CreatedQuantity int `json:"created_quantity"`
+	// CreatedReservations is the number of the run's 201s.
+	CreatedReservations int `json:"created_reservations"`
+}
+
+// WriteJSON writes s as indented JSON to dir/summary.json, creating dir.
+func (s *ReserveSummary) WriteJSON(dir string) (string, error) { return writeSummary(dir, s) }
+
+// ReadReserveSummary reads a summary.json written by ReserveSummary.WriteJSON.
+func ReadReserveSummary(path string) (*ReserveSummary, error) {
+	return readSummary[ReserveSummary](path)
+}
+
+// WriteTable prints the result counts and one line per SKU.
+func (s *ReserveSummary) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "requests %d: created %d, replays %d (mismatched %d), insufficient %d, fenced %d, busy %d, errors %d, dropped %d; p50 %.2fms p99 %.2fms max %.2fms\n",
+		s.Requests, s.Created, s.Replays, s.ReplayMismatches, s.Insufficient, s.Fenced, s.Busy, s.Errors, s.Dropped,
+		s.Latency.P50Ms, s.Latency.P99Ms, s.Latency.MaxMs)
+	fmt.Fprintf(w, "%-10s %8s %10s %10s %10s %8s\n", "product", "stock", "res.before", "res.after", "created", "ok")
+	for _, k := range s.Invariant.SKUs {
+		ok := k.ReservedAfter <= k.Stock && k.ReservedAfter == k.ReservedBefore+k.CreatedQuantity
+		fmt.Fprintf(w, "%-10d %8d %10d %10d %10d %8v\n", k.ProductID, k.Stock, k.ReservedBefore, k.ReservedAfter, k.CreatedQuantity, ok)
+	}
+	for _, v := range s.Invariant.Violations {
+		fmt.Fprintln(w, "VIOLATION:", v)
+	}
+}
+
+// reservation is a request the run sent and the API created, kept so that
+// it can be replayed.
+type reservation struct {
+	key       string
+	productID int64
+	quantity  int
+	id        int64
+}
+
+// reserveState collects the results of a reserve run; its methods are safe
+// for concurrent use.
+type reserveState struct {
+	mu        sync.Mutex
+	sum       *ReserveSummary
+	hist      *Histogram
+	createdQ  map[int64]int
+	createdN  map[int64]int
+	createdRs []reservation
+}
+
+// pickReplay returns a random earlier created reservation, if any.
+func (st *reserveState) pickReplay() (reservation, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.createdRs) == 0 {
+		return reservation{}, false
+	}
+	return st.createdRs[rand.IntN(len(st.createdRs))], true
+}
+
+// readInventories GETs the inventory of every id.
+func readInventories(ctx context.Context, client *Client, ids []int64) (map[int64]Inventory, error) {
+	out := make(map[int64]Inventory, len(ids))
+	for _, id := range ids {
+		path := fmt.Sprintf("/v1/products/%d/inventory", id)
+		o, body := client.do(ctx, "inventory", http.MethodGet, path, nil, nil, nil, true)
+		if o.Err != nil {
+			return nil, fmt.Errorf("GET %s: %w", path, o.Err)
+		}
+		var inv Inventory
+		if err := json.Unmarshal(body, &inv); err != nil {
+			return nil, fmt.Errorf("GET %s: %w", path, err)
+		}
+		out[id] = inv
+	}
+	return out, nil
+}
+
+// runReserve drives reservations of -skus at -rate for -phase-duration,
+// replaying -replay-percent of earlier keys, then checks through the API
+// that nothing was oversold and every created reservation is accounted for.
+// It writes summary.json and a table to stdout, and returns an error wrapping
+// errInvariant when the check or a replay failed, errErrorRate when the
+// error rate passed -max-error-rate.
+func runReserve(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) {
+	sc, rc := cfg.stampede, cfg.reserve
+	client, err := NewClient(cfg.target.String(), 30*time.Second)
+	if err != nil {
+		return err
+	}
+	defer client.CloseIdleConnections()
+
+	before, err := readInventories(ctx, client, rc.skus)
+	if err != nil {
+		return err
+	}
+	if rc.pausePercent > 0 {
+		knobs := map[string]int{"reservation_pause_ms": rc.pauseMS, "reservation_pause_percent": rc.pausePercent}
+		if err := client.AdminPut(ctx, "/admin/faults", sc.adminToken, knobs); err != nil {
+			return err
+		}
+		defer func() {
+			// Reset with a fresh context: the run's may be canceled.
+			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if rerr := client.AdminPut(rctx, "/admin/faults", sc.adminToken, map[string]int{}); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("reset fault knobs: %w", rerr))
+			}
+		}()
+	}
+
+	sum := &ReserveSummary{
+		Scenario: reserveScenario, Target: cfg.target.String(), RateRPS: cfg.rate,
+		Seconds: sc.phaseDuration.Seconds(), SKUs: rc.skus, ReplayPercent: rc.replayPercent,
+		PausePercent: rc.pausePercent, PauseMS: rc.pauseMS, MaxErrorRate: sc.maxErrorRate,
+		ByCode: map[string]int64{}, Started: time.Now().UTC(),
+	}
+	if rc.pausePercent == 0 {
+		sum.PauseMS = 0
+	}
+	st := &reserveState{sum: sum, hist: NewHistogram(), createdQ: map[int64]int{}, createdN: map[int64]int{}}
+	stats := NewStats(nil)
+	stats.SetPhase(reserveScenario)
+	stopProgress := startProgress(stats, stderr)
+	defer stopProgress()
+
+	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
+	r := &Runner{
+		Rate:        cfg.rate,
+		Duration:    sc.phaseDuration,
+		MaxRequests: cfg.maxRequests,
+		MaxInFlight: cfg.maxInFlight,
+		Do: func(ctx context.Context, req Request) Outcome {
+			return st.do(ctx, client, rc, runID, req)
+		},
+		OnResult: func(res Result) {
+			stats.ObserveResult(reserveScenario, res)
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			if res.Dropped {
+				sum.Dropped++
+				return
+			}
+			sum.Requests++
+			sum.ByCode[res.Code]++
+			st.hist.Record(res.Latency)
+		},
+	}
+	rs, err := r.Run(ctx)
+	if err != nil {
+		return err
+	}
+	stopProgress()
+	after, err := readInventories(ctx, client, rc.skus)
+	if err != nil {
+		return err
+	}
+	sum.Finished = time.Now().UTC()
+	sum.Latency = latencyOf(st.hist)
+	if el := rs.End.Sub(rs.Start); el > 0 {
+		sum.RPS = float64(sum.Requests) / el.Seconds()
+	}
+	if rs.Scheduled > 0 {
+		sum.ErrorRate = float64(sum.Errors+sum.Dropped) / float64(rs.Scheduled)
+	}
+
+	inv := &sum.Invariant
+	inv.Violations = checkInvariant(before, after, st.createdQ)
+	inv.Passed = len(inv.Violations) == 0
+	for _, id := range rc.skus {
+		inv.SKUs = append(inv.SKUs, SKUInvariant{
+			ProductID: id, Stock: after[id].Stock,
+			ReservedBefore: before[id].Reserved, ReservedAfter: after[id].Reserved,
+			CreatedQuantity: st.createdQ[id], CreatedReservations: st.createdN[id],
+		})
+	}
+	var failErr error
+	for _, v := range inv.Violations {
+		sum.Failures = append(sum.Failures, "invariant: "+v)
+	}
+	if sum.ReplayMismatches > 0 {
+		sum.Failures = append(sum.Failures, fmt.Sprintf("%d replays did not return the original reservation with 200", sum.ReplayMismatches))
+	}
+	if len(sum.Failures) > 0 {
+		failErr = fmt.Errorf("%w: %s", errInvariant, strings.Join(sum.Failures, "; "))
+	}
+	if sum.ErrorRate > sc.maxErrorRate {
+		msg := fmt.Sprintf("error rate %.4f > %.4f", sum.ErrorRate, sc.maxErrorRate)
+		sum.Failures = append(sum.Failures, msg)
+		failErr = errors.Join(failErr, fmt.Errorf("%w: %s", errErrorRate, msg))
+	}
+	sum.Passed = len(sum.Failures) == 0
+	path, err := sum.WriteJSON(sc.reportDir)
+	if err != nil {
+		return err
+	}
+	sum.WriteTable(stdout)
+	fmt.Fprintf(stdout, "summary: %s\n", path)
+	return failErr
+}
+
+// do sends one reservation (a replay of an earlier created one with
+// probability -replay-percent, otherwise a fresh key) and records its
+// result. Busy (503) and refusals (409) are expected answers, not errors.
+func (st *reserveState) do(ctx context.Context, client *Client, rc reserveConfig, runID string, req Request) Outcome {
+	res := reservation{
+		key:       fmt.Sprintf("loadgen-%s-%d", runID, req.Seq),
+		productID: rc.skus[rand.IntN(len(rc.skus))],
+		quantity:  1 + rand.IntN(maxReserveQuantity),
+	}
+	replay := false
+	if rc.replayPercent > 0 && rand.Float64()*100 < rc.replayPercent {
+		if earlier, ok := st.pickReplay(); ok {
+			res, replay = earlier, true
+		}
+	}
+	body := map[string]any{"product_id": res.productID, "quantity": res.quantity, "idempotency_key": res.key}
+	out, data := client.PostJSON(ctx, reserveEndpoint, "/v1/reservations", body, nil, Expect(http.StatusConflict))
+	var problem struct {
+		Type string `json:"type"`
+		ID   int64  `json:"id"`
+	}
+	_ = json.Unmarshal(data, &problem)
+	var se *StatusError
+	if errors.As(out.Err, &se) {
+		problem.Type = se.Type
+	}
+
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s := st.sum
+	if replay && out.Code == "409" {
+		// A refusal of a known key: the API did not return the reservation.
+		s.ReplayMismatches++
+		return out
+	}
+	switch {
+	case out.Code == "201":
+		// A new reservation: count it even when it answered a replay (a
+		// double reservation under one key), so the invariant stays about
+		// the database, and flag the replay.
+		s.Created++
+		st.createdQ[res.productID] += res.quantity
+		st.createdN[res.productID]++
+		if replay {
+			s.ReplayMismatches++
+		} else {
+			res.id = problem.ID
+			st.createdRs = append(st.createdRs, res)
+		}
+	case out.Code == "200" && replay:
+		if problem.ID == res.id {
+			s.Replays++
+		} else {
+			s.ReplayMismatches++
+		}
+	case out.Code == "409" && problem.Type == problemInsufficient:
+		s.Insufficient++
+	case out.Code == "409" && problem.Type == problemFenced:
+		s.Fenced++
+	case out.Code == "503" && (problem.Type == problemBusy || problem.Type == ""):
+		s.Busy++
+		out.Err = nil // contention, not a failure
+	default:
+		s.Errors++
+		if out.Err == nil {
+			out.Err = fmt.Errorf("unexpected answer %s %q", out.Code, problem.Type)
+		}
+	}
+	return out
+}
