@@ -20,12 +20,12 @@ import (
 	"github.com/stampede-lab/stampede/internal/testenv"
 )
 
-// TestQueryCosts measures what each store query costs on a catalog seeded at
-// the default scale, and prints a Markdown table and the plans of the
-// aggregates. It is a measurement, not a behaviour test, so it only runs
-// when asked:
+// BenchmarkQueryCosts measures what each store query costs on a catalog
+// seeded at the default scale, and prints a Markdown table and the plans of
+// the aggregates. It is a measurement, so it is a benchmark: it runs only
+// when asked, once (a round takes about a minute):
 //
-//	STAMPEDE_QUERY_COSTS=1 go test -run TestQueryCosts -v -count=1 ./internal/catalog/
+//	go test -run '^$' -bench QueryCosts -benchtime 1x -v ./internal/catalog/
 //
 // STAMPEDE_QUERY_COSTS_SCALE changes the seed scale (default 1) and
 // STAMPEDE_QUERY_COSTS_RUNS the measured calls per row (default 20). The
@@ -36,10 +36,8 @@ import (
 // STAMPEDE_QUERY_COSTS_NOPARALLEL=1 runs every query without parallel workers
 // (max_parallel_workers_per_gather = 0), which on a small, busy host is
 // faster and steadier.
-func TestQueryCosts(t *testing.T) {
-	if os.Getenv("STAMPEDE_QUERY_COSTS") == "" {
-		t.Skip("a measurement: set STAMPEDE_QUERY_COSTS=1 to run it (about a minute)")
-	}
+func BenchmarkQueryCosts(b *testing.B) {
+	t := testing.TB(b)
 	scale := envFloat(t, "STAMPEDE_QUERY_COSTS_SCALE", seed.DefaultScale)
 	runs := int(envFloat(t, "STAMPEDE_QUERY_COSTS_RUNS", 20))
 	ctx := context.Background()
@@ -217,7 +215,7 @@ func TestQueryCosts(t *testing.T) {
 // the pool size.
 const stampedeCallers = 16
 
-func explain(t *testing.T, db *pgxpool.Pool, sql string, args ...any) string {
+func explain(t testing.TB, db *pgxpool.Pool, sql string, args ...any) string {
 	t.Helper()
 	rows, err := db.Query(context.Background(), "EXPLAIN (ANALYZE, BUFFERS) "+sql, args...)
 	if err != nil {
@@ -254,7 +252,7 @@ func loadAverage() string {
 
 func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) }
 
-func envFloat(t *testing.T, name string, def float64) float64 {
+func envFloat(t testing.TB, name string, def float64) float64 {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
