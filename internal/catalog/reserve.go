@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/stampede-lab/stampede/internal/lockx"
 	"github.com/stampede-lab/stampede/internal/lockx/pgfence"
 )
@@ -81,13 +79,9 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (r Reservatio
 // lock and fenced like Reserve. Cancelling twice returns the cancelled
 // reservation.
 func (s *Service) Cancel(ctx context.Context, id int64) (Reservation, error) {
-	var productID int64
-	err := s.store.db.QueryRow(ctx, "SELECT product_id FROM reservations WHERE id = $1", id).Scan(&productID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Reservation{}, ErrNotFound
-	}
+	productID, err := s.store.ReservationProduct(ctx, id)
 	if err != nil {
-		return Reservation{}, fmt.Errorf("catalog: cancel %d: %w", id, err)
+		return Reservation{}, err
 	}
 	lk, err := s.locker.Acquire(ctx, strconv.FormatInt(productID, 10))
 	if err != nil {

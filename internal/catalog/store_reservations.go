@@ -206,3 +206,18 @@ func scanReservation(row pgx.Row) (Reservation, error) {
 	err := row.Scan(&r.ID, &r.ProductID, &r.Quantity, &r.Status, &r.FenceToken, &r.IdempotencyKey, &r.CreatedAt, &r.UpdatedAt)
 	return r, err
 }
+
+// ReservationProduct returns the product a reservation holds stock of, so
+// the caller can take that product's lock before cancelling. It is observed
+// as part of the cancel query; ErrNotFound for an unknown reservation.
+func (s *Store) ReservationProduct(ctx context.Context, id int64) (int64, error) {
+	var productID int64
+	err := s.run(ctx, QueryCancel, func() error {
+		err := s.db.QueryRow(ctx, "SELECT product_id FROM reservations WHERE id = $1", id).Scan(&productID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		return err
+	})
+	return productID, err
+}
