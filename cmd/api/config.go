@@ -22,19 +22,20 @@ type config struct {
 	migrate       bool
 	drain         time.Duration
 	scale         float64
+	healthURL     string
 }
 
 // parseConfig reads flags, falling back to the environment for each, and
-// returns the subcommand (serve, migrate or seed).
+// returns the subcommand (serve, migrate, seed or healthcheck).
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (string, config, error) {
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
-	case "serve", "migrate", "seed":
+	case "serve", "migrate", "seed", "healthcheck":
 	default:
-		return "", config{}, fmt.Errorf("unknown command %q: want serve, migrate or seed", cmd)
+		return "", config{}, fmt.Errorf("unknown command %q: want serve, migrate, seed or healthcheck", cmd)
 	}
 	env := func(name, def string) string {
 		if v := getenv(name); v != "" {
@@ -56,6 +57,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.BoolVar(&c.migrate, "migrate", env("MIGRATE", "true") == "true", "apply migrations before serving (env MIGRATE)")
 	fs.DurationVar(&c.drain, "drain", 20*time.Second, "how long SIGTERM waits for requests in flight")
 	fs.Float64Var(&c.scale, "scale", 1, "seed: catalog size, 1 = 25,000 products and 400,000 reviews")
+	fs.StringVar(&c.healthURL, "url", "http://127.0.0.1:8080/readyz", "healthcheck: the URL that must answer 200 within 2s (for container healthchecks in an image without a shell)")
 	if err := fs.Parse(args); err != nil {
 		return "", config{}, err
 	}

@@ -33,6 +33,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		h = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})
 	}
 	log := slog.New(h)
+	if cmd == "healthcheck" {
+		return healthcheck(ctx, cfg.healthURL)
+	}
 
 	pool, err := pgxpool.New(ctx, cfg.databaseURL)
 	if err != nil {
@@ -118,19 +121,12 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 		return err
 	}
 
-	queryDur := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "catalog_db_query_duration_seconds",
-		Help:    "Database query latency by query name (with any injected latency).",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
-	}, []string{"query"})
-	reg.MustRegister(queryDur)
-	for _, q := range catalog.QueryNames() {
-		queryDur.WithLabelValues(q)
+	observe, err := catalog.QueryMetrics(reg)
+	if err != nil {
+		return err
 	}
 	faults := &catalog.Injector{}
-	store := catalog.NewStore(pool,
-		catalog.WithObserver(func(q string, d time.Duration) { queryDur.WithLabelValues(q).Observe(d.Seconds()) }),
-		catalog.WithDelay(faults.DBDelay))
+	store := catalog.NewStore(pool, observe, catalog.WithDelay(faults.DBDelay))
 
 	// Reservation locks have no watchdog: a reservation is one short
 	// transaction, bounded by the lock's context; a holder paused past the
@@ -219,6 +215,26 @@ func registerPoolStats(reg prometheus.Registerer, pool *pgxpool.Pool, rdb *redis
 		if err := reg.Register(c); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// healthcheck GETs url and returns nil when it answers 200 within two
+// seconds: the container healthcheck of an image that has no shell or curl.
+func healthcheck(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthcheck: %s answered %s", url, resp.Status)
 	}
 	return nil
 }

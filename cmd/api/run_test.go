@@ -78,6 +78,14 @@ func TestRunEndToEnd(t *testing.T) {
 	if code := get(base + "/v1/categories/1/stats"); code != http.StatusOK {
 		t.Fatalf("stats: %d", code)
 	}
+	// The container healthcheck: 0 against the ready server, non-zero
+	// against a path that is not 200.
+	if out, err := exec.Command(bin, "healthcheck", "-url", base+"/readyz").CombinedOutput(); err != nil {
+		t.Fatalf("healthcheck of a ready api: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin, "healthcheck", "-url", base+"/nope").CombinedOutput(); err == nil || !strings.Contains(string(out), "404") {
+		t.Fatalf("healthcheck of a 404 passed or said nothing useful: %v\n%s", err, out)
+	}
 
 	// Slow requests: every reservation pauses 1s inside its lock.
 	send(t, http.MethodPut, base+"/admin/faults", `{"reservation_pause_ms": 1000, "reservation_pause_percent": 100}`, "t0k", http.StatusOK)

@@ -51,7 +51,11 @@ func startTestAPI(t *testing.T, o testAPI) (string, *pgxpool.Pool) {
 	t.Cleanup(func() { _ = lockRedis.Close() })
 
 	reg := prometheus.NewRegistry()
-	var storeOpts []catalog.StoreOption
+	observe, err := catalog.QueryMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeOpts := []catalog.StoreOption{observe}
 	if o.queryCost > 0 {
 		storeOpts = append(storeOpts, catalog.WithDelay(catalog.FixedDelay(o.queryCost)))
 	}
@@ -99,7 +103,7 @@ func TestStampedeScenario(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := []string{
-		"-target", url, "-admin-token", token,
+		"-target", url, "-admin-token", token, "-metrics-addr", "",
 		"-rate", "200", "-phases", "ttl,xfetch:1", "-phase-duration", "3500ms",
 		"-cache-ttl", ttl.String(), "-warmup", "1s", "-hot-keys", "2",
 		"-report-dir", dir, "stampede",
@@ -151,6 +155,18 @@ func TestStampedeScenario(t *testing.T) {
 	if !strings.Contains(stdout.String(), "summary.json") {
 		t.Errorf("stdout does not name the summary file:\n%s", stdout.String())
 	}
+	// The charts are drawn from the same summary: a point per second, and
+	// the seconds' recomputes add up to the phase's.
+	for _, p := range sum.Phases {
+		var rec float64
+		for _, pt := range p.Timeline {
+			rec += pt.Recomputes
+		}
+		if len(p.Timeline) < 3 || rec < 0.8*p.Recomputes || rec > 1.2*p.Recomputes+2 {
+			t.Errorf("%s: %d timeline points with %v recomputes, phase had %v", p.Name, len(p.Timeline), rec, p.Recomputes)
+		}
+	}
+	checkReport(t, dir, "latency.png", "recomputes.png", "hit_ratio.png")
 }
 
 // TestStampedeFlags checks -phases parsing and that the scenario refuses to
