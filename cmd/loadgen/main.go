@@ -2,13 +2,13 @@
 // client latency from each request's scheduled start (no coordinated
 // omission).
 //
-//	loadgen [flags] [scenario]
+//	loadgen [flags] scenario
 //
-// It only ever talks to the -target URL, which must be a loopback address
-// unless -allow-remote is given. The stampede and reserve scenarios are
-// implemented; browse and demo are not yet (the command validates its flags
-// and exits with an error for them).
-// `loadgen -h` lists every flag with its default.
+// Scenarios: stampede, browse, reserve and demo (see -h). It only ever talks
+// to the -target URLs, which must be loopback addresses unless -allow-remote
+// is given, serves its own /metrics on -metrics-addr, shows a progress line
+// once a second, and writes a report directory at the end of every scenario
+// but demo. `loadgen -h` lists every flag with its default.
 package main
 
 import (
@@ -43,11 +43,11 @@ const (
 	defaultDuration    = 30 * time.Second
 	defaultMaxRequests = 0
 	defaultMaxInFlight = 256
+	defaultMetricsAddr = "127.0.0.1:9102"
 )
 
-// errNotImplemented is returned by run for any invocation other than -h until
-// the scenarios exist.
-var errNotImplemented = errors.New("scenarios are not implemented yet")
+// errNoScenario is returned by run when no known scenario was named.
+var errNoScenario = errors.New("name a scenario: stampede, browse, reserve or demo")
 
 // ErrRemoteTarget is returned (wrapped) when the target is not a loopback
 // address and -allow-remote was not given.
@@ -55,8 +55,9 @@ var ErrRemoteTarget = errors.New("target is not a loopback address (127.0.0.0/8,
 
 // config is the parsed and validated command line.
 type config struct {
-	target      *url.URL
+	targets     []*url.URL
 	allowRemote bool
+	metricsAddr string
 	rate        float64
 	duration    time.Duration
 	maxRequests int64
@@ -64,13 +65,14 @@ type config struct {
 	scenario    string
 	stampede    stampedeConfig
 	reserve     reserveConfig
+	browse      browseConfig
+	demo        demoConfig
 }
 
 // run is the whole program: it parses args (with LOADGEN_TARGET from getenv
 // as the -target fallback and ADMIN_TOKEN as the -admin-token one), validates
-// them and runs the scenario; scenarios other than stampede and reserve return
-// errNotImplemented. -h prints usage to stderr and returns nil. It never
-// opens a network connection before the target has been validated.
+// them and runs the scenario. -h prints usage to stderr and returns nil. It
+// never opens a network connection before the targets have been validated.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, err := parseConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -79,13 +81,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	switch cfg.scenario {
-	case stampedeScenario:
-		return runStampede(ctx, cfg, stdout, stderr)
-	case reserveScenario:
-		return runReserve(ctx, cfg, stdout, stderr)
+	scenario, ok := scenarios[cfg.scenario]
+	if !ok {
+		return errNoScenario
 	}
-	return errNotImplemented
+	e, err := newEnv(cfg, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	return e.run(ctx, scenario)
+}
+
+// scenarios maps a scenario's name to the function that runs it.
+var scenarios = map[string]func(context.Context, *env) error{
+	stampedeScenario: runStampede,
+	browseScenario:   runBrowse,
+	reserveScenario:  runReserve,
+	demoScenario:     runDemo,
 }
 
 // parseConfig parses and validates the command line. Usage and flag errors
@@ -102,7 +114,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		target string
 	)
 	fs.StringVar(&target, "target", targetDefault,
-		"base URL of the stampede API; the only host loadgen talks to (env LOADGEN_TARGET)")
+		"base URL of the stampede API, or several replicas' URLs comma-separated (load is spread round robin, admin changes go to all); the only hosts loadgen talks to (env LOADGEN_TARGET)")
+	fs.StringVar(&cfg.metricsAddr, "metrics-addr", defaultMetricsAddr,
+		"listen address of loadgen's own /metrics (loadgen_requests_total, loadgen_request_duration_seconds); empty disables it")
 	fs.BoolVar(&cfg.allowRemote, "allow-remote", false,
 		"allow a -target that is not loopback (127.0.0.0/8, ::1, localhost); default off, so load never leaves the machine by accident")
 	fs.Float64Var(&cfg.rate, "rate", defaultRate,
@@ -115,21 +129,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		"safety cap on concurrent requests; an arrival that finds the cap reached is dropped and counted, not queued")
 	registerStampedeFlags(fs, &cfg.stampede, getenv("ADMIN_TOKEN"))
 	registerReserveFlags(fs, &cfg.reserve)
+	registerBrowseFlags(fs, &cfg.browse)
+	registerDemoFlags(fs, &cfg.demo)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `Usage: loadgen [flags] [scenario]
-
-Open-model load generator for the stampede API. Latency is measured from each
-request's scheduled start, so a slow server cannot hide its queueing delay.
-Scenarios: stampede (switches the category_stats cache through each -phases
-strategy and drives -rate requests/s at -hot-keys categories for
--phase-duration each, writing <report-dir>/summary.json) and reserve (reserves
-1..3 units of -skus at -rate for -phase-duration with fresh idempotency keys,
-replaying -replay-percent of earlier ones, then checks through the API that
-nothing was oversold and every reservation is accounted for; exits non-zero
-if not). browse and demo are not implemented yet.
-
-Flags:
-`)
+		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -140,11 +143,19 @@ Flags:
 	}
 	cfg.scenario = fs.Arg(0)
 
-	u, err := validateTarget(target, cfg.allowRemote)
-	if err != nil {
-		return config{}, err
+	for _, raw := range strings.Split(target, ",") {
+		if raw = strings.TrimSpace(raw); raw == "" {
+			continue
+		}
+		u, err := validateTarget(raw, cfg.allowRemote)
+		if err != nil {
+			return config{}, err
+		}
+		cfg.targets = append(cfg.targets, u)
 	}
-	cfg.target = u
+	if len(cfg.targets) == 0 {
+		return config{}, errors.New("-target is empty")
+	}
 	switch {
 	case !(cfg.rate > 0):
 		return config{}, fmt.Errorf("-rate must be > 0, got %v", cfg.rate)
@@ -152,20 +163,28 @@ Flags:
 		return config{}, fmt.Errorf("-duration must be >= 0, got %v", cfg.duration)
 	case cfg.maxRequests < 0:
 		return config{}, fmt.Errorf("-max-requests must be >= 0, got %d", cfg.maxRequests)
-	case cfg.duration == 0 && cfg.maxRequests == 0:
-		return config{}, errors.New("-duration and -max-requests are both 0: the run would never stop by itself")
+	case cfg.duration == 0 && cfg.maxRequests == 0 && cfg.scenario != demoScenario:
+		return config{}, errors.New("-duration and -max-requests are both 0: the run would never stop by itself (only demo may run until stopped)")
 	case cfg.maxInFlight <= 0:
 		return config{}, fmt.Errorf("-max-in-flight must be > 0, got %d", cfg.maxInFlight)
 	}
-	switch cfg.scenario {
-	case stampedeScenario:
-		if err := cfg.stampede.validate(); err != nil {
-			return config{}, err
-		}
-	case reserveScenario:
-		if err := cfg.reserve.validate(&cfg.stampede); err != nil {
-			return config{}, err
-		}
+	if err := cfg.stampede.validate(); err != nil {
+		return config{}, err
+	}
+	if err := cfg.reserve.validate(); err != nil {
+		return config{}, err
+	}
+	if err := cfg.browse.validate(); err != nil {
+		return config{}, err
+	}
+	if err := cfg.demo.validate(); err != nil {
+		return config{}, err
+	}
+	needAdmin := cfg.scenario == stampedeScenario || cfg.scenario == demoScenario ||
+		(cfg.scenario == browseScenario && cfg.browse.outageFor > 0) ||
+		(cfg.scenario == reserveScenario && cfg.reserve.pausePercent > 0)
+	if needAdmin && cfg.stampede.adminToken == "" {
+		return config{}, fmt.Errorf("%s with these flags switches the API's settings: it needs -admin-token (or ADMIN_TOKEN)", cfg.scenario)
 	}
 	return cfg, nil
 }
@@ -202,3 +221,38 @@ func isLoopbackHost(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// usageText opens -h, before the flag list.
+const usageText = `Usage: loadgen [flags] scenario
+
+Open-model load generator for the stampede API. Requests start on a fixed
+schedule at -rate whether or not earlier ones finished, and latency is
+measured from each request's scheduled start, so a slow server cannot hide
+its queueing delay. A progress line is shown once a second (in place on a
+terminal, one log line each otherwise).
+
+Scenarios:
+  stampede  switch the category_stats cache through each -phases strategy and
+            drive -rate requests/s at -hot-keys categories for -phase-duration
+            each; the report compares recomputes per key per TTL window, hit
+            ratio, early refreshes and latency per strategy.
+  browse    Zipf-distributed product reads, batch reads and searches for
+            -duration; with -outage-for, the cache's Redis is made unavailable
+            (admin fault knob) from -outage-at on, and the report shows reads,
+            database load and hit ratio before, during and after.
+  reserve   reserve 1..3 units of -skus for -duration with fresh idempotency
+            keys, replaying -replay-percent of earlier ones, then check through
+            the API that nothing was oversold and every reservation is
+            accounted for; exits non-zero if not. -pause-percent turns on the
+            lost-lock knob so fenced writes show up.
+  demo      the endless mix compose runs: browse at -rate, reservations and
+            cancellations at -demo-reserve-rate, and every -burst-every a
+            stampede burst of -burst-rate for -burst-for on the hot categories,
+            cycling through -phases. Runs until stopped when -duration is 0.
+
+Every scenario but demo writes summary.json, report.md and PNG charts to
+-report-dir and exits non-zero when an invariant fails or the error rate
+passes -max-error-rate.
+
+Flags:
+`

@@ -51,6 +51,9 @@ func TestRunHelpExplainsEveryFlag(t *testing.T) {
 		"-max-requests", "default 0",
 		"default off",
 		"-max-in-flight", "(default 256)",
+		"-metrics-addr", `(default "127.0.0.1:9102")`,
+		"-outage-for", "-burst-every", "(default 3m0s)", "-zipf-s", "-skus", "-phases",
+		"stampede ", "browse ", "reserve ", "demo ",
 	} {
 		if !strings.Contains(help, want) {
 			t.Errorf("help lacks %q:\n%s", want, help)
@@ -63,15 +66,15 @@ func TestRunValidatesFlags(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		env  map[string]string
-		want error // nil: any non-nil error other than errNotImplemented
+		want error // nil: any non-nil error other than errNoScenario
 	}{
-		{args: nil, want: errNotImplemented},
-		{args: []string{"-target", "http://localhost:9000", "-rate", "10", "-duration", "0", "-max-requests", "5"}, want: errNotImplemented},
+		{args: nil, want: errNoScenario},
+		{args: []string{"-target", "http://localhost:9000", "-rate", "10", "-duration", "0", "-max-requests", "5"}, want: errNoScenario},
 		{args: []string{"-target", "http://10.0.0.1:8080"}, want: ErrRemoteTarget},
 		{args: []string{"-target", "http://example.org"}, want: ErrRemoteTarget},
-		{args: []string{"-target", "http://example.org", "-allow-remote"}, want: errNotImplemented},
+		{args: []string{"-target", "http://example.org", "-allow-remote"}, want: errNoScenario},
 		{env: map[string]string{"LOADGEN_TARGET": "http://api:8080"}, want: ErrRemoteTarget},
-		{args: []string{"-allow-remote"}, env: map[string]string{"LOADGEN_TARGET": "http://api:8080"}, want: errNotImplemented},
+		{args: []string{"-allow-remote"}, env: map[string]string{"LOADGEN_TARGET": "http://api:8080"}, want: errNoScenario},
 		{args: []string{"-rate", "0"}},
 		{args: []string{"-duration", "0", "-max-requests", "0"}},
 		{args: []string{"-max-in-flight", "0"}},
@@ -82,7 +85,7 @@ func TestRunValidatesFlags(t *testing.T) {
 		switch {
 		case c.want != nil && !errors.Is(err, c.want):
 			t.Errorf("run(%q, env %v) = %v, want %v", c.args, c.env, err, c.want)
-		case c.want == nil && (err == nil || errors.Is(err, errNotImplemented)):
+		case c.want == nil && (err == nil || errors.Is(err, errNoScenario)):
 			t.Errorf("run(%q) = %v, want a validation error", c.args, err)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -37,8 +36,8 @@ const (
 var errInvariant = errors.New("reserve invariant violated")
 
 // reserveConfig is the part of the command line only the reserve scenario
-// uses (it also uses -phase-duration, -admin-token, -report-dir and
-// -max-error-rate of stampedeConfig).
+// uses (it also uses -admin-token, -report-dir and -max-error-rate of
+// stampedeConfig; demo uses -skus).
 type reserveConfig struct {
 	skusRaw       string
 	skus          []int64
@@ -60,7 +59,7 @@ func registerReserveFlags(fs *flag.FlagSet, c *reserveConfig) {
 }
 
 // validate checks the reserve flags and parses -skus.
-func (c *reserveConfig) validate(sc *stampedeConfig) error {
+func (c *reserveConfig) validate() error {
 	skus, err := parseSKUs(c.skusRaw)
 	if err != nil {
 		return err
@@ -73,12 +72,6 @@ func (c *reserveConfig) validate(sc *stampedeConfig) error {
 		return fmt.Errorf("-pause-percent must be in [0, 100], got %d", c.pausePercent)
 	case c.pauseMS < 0 || c.pauseMS > 60000:
 		return fmt.Errorf("-pause-ms must be in [0, 60000], got %d", c.pauseMS)
-	case c.pausePercent > 0 && sc.adminToken == "":
-		return errors.New("-pause-percent needs -admin-token (or ADMIN_TOKEN)")
-	case sc.phaseDuration <= 0:
-		return fmt.Errorf("-phase-duration must be > 0, got %v", sc.phaseDuration)
-	case sc.reportDir == "":
-		return errors.New("-report-dir is empty")
 	}
 	return nil
 }
@@ -151,88 +144,6 @@ func checkInvariant(before, after map[int64]Inventory, created map[int64]int) []
 	return out
 }
 
-// ReserveSummary is every figure of one reserve run, written as
-// summary.json in the report directory.
-type ReserveSummary struct {
-	Scenario      string    `json:"scenario"`
-	Target        string    `json:"target"`
-	RateRPS       float64   `json:"rate_rps"`
-	Seconds       float64   `json:"seconds"`
-	SKUs          []int64   `json:"skus"`
-	ReplayPercent float64   `json:"replay_percent"`
-	PausePercent  int       `json:"pause_percent"`
-	PauseMS       int       `json:"pause_ms"`
-	Started       time.Time `json:"started"`
-	Finished      time.Time `json:"finished"`
-
-	Requests int64 `json:"requests"`
-	// Created counts 201s of fresh keys; Replays 200s of replayed keys that
-	// returned the original reservation; ReplayMismatches replays answered
-	// with anything else (another status or another reservation).
-	Created          int64 `json:"created"`
-	Replays          int64 `json:"replays"`
-	ReplayMismatches int64 `json:"replay_mismatches"`
-	Insufficient     int64 `json:"insufficient"`
-	Fenced           int64 `json:"fenced"`
-	Busy             int64 `json:"busy"`
-	// Errors are transport failures and unexpected statuses; such a request
-	// may or may not have reserved, so errors can make the invariant fail.
-	Errors    int64            `json:"errors"`
-	Dropped   int64            `json:"dropped"`
-	ErrorRate float64          `json:"error_rate"` // (errors + dropped) / scheduled
-	ByCode    map[string]int64 `json:"by_code"`
-	RPS       float64          `json:"achieved_rps"`
-	Latency   LatencySummary   `json:"latency"`
-
-	Invariant    InvariantSummary `json:"invariant"`
-	MaxErrorRate float64          `json:"max_error_rate"`
-	Passed       bool             `json:"passed"`
-	Failures     []string         `json:"failures,omitempty"`
-}
-
-// InvariantSummary is the end-of-run oversell check: per SKU, the
-// inventory before and after and what the run created.
-type InvariantSummary struct {
-	Passed     bool           `json:"passed"`
-	Violations []string       `json:"violations,omitempty"`
-	SKUs       []SKUInvariant `json:"skus"`
-}
-
-// SKUInvariant is the figures of one product in the invariant check.
-type SKUInvariant struct {
-	ProductID      int64 `json:"product_id"`
-	Stock          int   `json:"stock"`
-	ReservedBefore int   `json:"reserved_before"`
-	ReservedAfter  int   `json:"reserved_after"`
-	// CreatedQuantity is the summed quantity of the run's 201s.
-	CreatedQuantity int `json:"created_quantity"`
-	// CreatedReservations is the number of the run's 201s.
-	CreatedReservations int `json:"created_reservations"`
-}
-
-// WriteJSON writes s as indented JSON to dir/summary.json, creating dir.
-func (s *ReserveSummary) WriteJSON(dir string) (string, error) { return writeSummary(dir, s) }
-
-// ReadReserveSummary reads a summary.json written by ReserveSummary.WriteJSON.
-func ReadReserveSummary(path string) (*ReserveSummary, error) {
-	return readSummary[ReserveSummary](path)
-}
-
-// WriteTable prints the result counts and one line per SKU.
-func (s *ReserveSummary) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "requests %d: created %d, replays %d (mismatched %d), insufficient %d, fenced %d, busy %d, errors %d, dropped %d; p50 %.2fms p99 %.2fms max %.2fms\n",
-		s.Requests, s.Created, s.Replays, s.ReplayMismatches, s.Insufficient, s.Fenced, s.Busy, s.Errors, s.Dropped,
-		s.Latency.P50Ms, s.Latency.P99Ms, s.Latency.MaxMs)
-	fmt.Fprintf(w, "%-10s %8s %10s %10s %10s %8s\n", "product", "stock", "res.before", "res.after", "created", "ok")
-	for _, k := range s.Invariant.SKUs {
-		ok := k.ReservedAfter <= k.Stock && k.ReservedAfter == k.ReservedBefore+k.CreatedQuantity
-		fmt.Fprintf(w, "%-10d %8d %10d %10d %10d %8v\n", k.ProductID, k.Stock, k.ReservedBefore, k.ReservedAfter, k.CreatedQuantity, ok)
-	}
-	for _, v := range s.Invariant.Violations {
-		fmt.Fprintln(w, "VIOLATION:", v)
-	}
-}
-
 // reservation is a request the run sent and the API created, kept so that
 // it can be replayed.
 type reservation struct {
@@ -281,85 +192,91 @@ func readInventories(ctx context.Context, client *Client, ids []int64) (map[int6
 	return out, nil
 }
 
-// runReserve drives reservations of -skus at -rate for -phase-duration,
+// reserveCounters are the API counters a reserve run reports the change of.
+var reserveCounters = []struct {
+	name   string
+	labels map[string]string
+	label  string
+}{
+	{"catalog_reservations_total", map[string]string{"result": "reserved"}, "reservations reserved"},
+	{"catalog_reservations_total", map[string]string{"result": "duplicate"}, "reservations duplicate (replays)"},
+	{"catalog_reservations_total", map[string]string{"result": "insufficient"}, "reservations insufficient"},
+	{"catalog_reservations_total", map[string]string{"result": "fenced"}, "reservations fenced"},
+	{"catalog_reservations_total", map[string]string{"result": "lock_timeout"}, "reservations lock_timeout"},
+	{"lockx_acquire_total", map[string]string{"name": "inventory", "result": "acquired"}, "inventory locks acquired"},
+	{"lockx_acquire_total", map[string]string{"name": "inventory", "result": "timeout"}, "inventory lock timeouts"},
+	{"lockx_lost_total", map[string]string{"name": "inventory"}, "inventory locks lost"},
+}
+
+// runReserve drives reservations of -skus at -rate for -duration,
 // replaying -replay-percent of earlier keys, then checks through the API
 // that nothing was oversold and every created reservation is accounted for.
-// It writes summary.json and a table to stdout, and returns an error wrapping
+// It writes the report and a table to stdout, and returns an error wrapping
 // errInvariant when the check or a replay failed, errErrorRate when the
 // error rate passed -max-error-rate.
-func runReserve(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) {
-	sc, rc := cfg.stampede, cfg.reserve
-	client, err := NewClient(cfg.target.String(), 30*time.Second)
-	if err != nil {
-		return err
-	}
-	defer client.CloseIdleConnections()
+func runReserve(ctx context.Context, e *env) (err error) {
+	cfg, sc, rc := e.cfg, e.cfg.stampede, e.cfg.reserve
+	client := e.targets[0] // reads of the invariant: any replica sees the same database
 
 	before, err := readInventories(ctx, client, rc.skus)
 	if err != nil {
 		return err
 	}
+	scrapeBefore, err := e.targets.Scrape(ctx)
+	if err != nil {
+		return err
+	}
 	if rc.pausePercent > 0 {
 		knobs := map[string]int{"reservation_pause_ms": rc.pauseMS, "reservation_pause_percent": rc.pausePercent}
-		if err := client.AdminPut(ctx, "/admin/faults", sc.adminToken, knobs); err != nil {
+		if err := e.targets.AdminPut(ctx, "/admin/faults", sc.adminToken, knobs); err != nil {
 			return err
 		}
-		defer func() {
-			// Reset with a fresh context: the run's may be canceled.
-			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if rerr := client.AdminPut(rctx, "/admin/faults", sc.adminToken, map[string]int{}); rerr != nil {
-				err = errors.Join(err, fmt.Errorf("reset fault knobs: %w", rerr))
-			}
-		}()
+		defer func() { err = errors.Join(err, resetFaults(e)) }()
 	}
 
 	sum := &ReserveSummary{
-		Scenario: reserveScenario, Target: cfg.target.String(), RateRPS: cfg.rate,
-		Seconds: sc.phaseDuration.Seconds(), SKUs: rc.skus, ReplayPercent: rc.replayPercent,
+		Scenario: reserveScenario, Target: e.targets.String(), RateRPS: cfg.rate,
+		Seconds: cfg.duration.Seconds(), SKUs: rc.skus, ReplayPercent: rc.replayPercent,
 		PausePercent: rc.pausePercent, PauseMS: rc.pauseMS, MaxErrorRate: sc.maxErrorRate,
-		ByCode: map[string]int64{}, Started: time.Now().UTC(),
+		ByCode: map[string]int64{}, Server: map[string]float64{}, Started: time.Now().UTC(),
 	}
 	if rc.pausePercent == 0 {
 		sum.PauseMS = 0
 	}
-	st := &reserveState{sum: sum, hist: NewHistogram(), createdQ: map[int64]int{}, createdN: map[int64]int{}}
-	stats := NewStats(nil)
-	stats.SetPhase(reserveScenario)
-	stopProgress := startProgress(stats, stderr)
-	defer stopProgress()
-
+	st := newReserveState(sum)
+	e.stats.SetPhase(reserveScenario)
+	tl := newTimeline(e.targets, nil, time.Second)
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
 	r := &Runner{
 		Rate:        cfg.rate,
-		Duration:    sc.phaseDuration,
+		Duration:    cfg.duration,
 		MaxRequests: cfg.maxRequests,
 		MaxInFlight: cfg.maxInFlight,
 		Do: func(ctx context.Context, req Request) Outcome {
-			return st.do(ctx, client, rc, runID, req)
+			return st.do(ctx, e.targets.Pick(req.Seq), rc, runID, req)
 		},
 		OnResult: func(res Result) {
-			stats.ObserveResult(reserveScenario, res)
-			st.mu.Lock()
-			defer st.mu.Unlock()
-			if res.Dropped {
-				sum.Dropped++
-				return
-			}
-			sum.Requests++
-			sum.ByCode[res.Code]++
-			st.hist.Record(res.Latency)
+			e.observe(reserveScenario, res)
+			tl.Record(res)
+			st.record(res)
 		},
 	}
-	rs, err := r.Run(ctx)
+	rs, err := runSampled(ctx, r, tl)
 	if err != nil {
 		return err
 	}
-	stopProgress()
 	after, err := readInventories(ctx, client, rc.skus)
 	if err != nil {
 		return err
 	}
+	scrapeAfter, err := e.targets.Scrape(ctx)
+	if err != nil {
+		return err
+	}
+	for _, c := range reserveCounters {
+		sum.Server[c.label] = Sum(scrapeAfter, c.name, c.labels) - Sum(scrapeBefore, c.name, c.labels)
+	}
+	sum.Timeline = tl.Points()
 	sum.Finished = time.Now().UTC()
 	sum.Latency = latencyOf(st.hist)
 	if el := rs.End.Sub(rs.Start); el > 0 {
@@ -395,13 +312,40 @@ func runReserve(ctx context.Context, cfg config, stdout, stderr io.Writer) (err 
 		failErr = errors.Join(failErr, fmt.Errorf("%w: %s", errErrorRate, msg))
 	}
 	sum.Passed = len(sum.Failures) == 0
-	path, err := sum.WriteJSON(sc.reportDir)
-	if err != nil {
+	if err := writeReport(sc.reportDir, sum, sum.Report(), e.stdout); err != nil {
 		return err
 	}
-	sum.WriteTable(stdout)
-	fmt.Fprintf(stdout, "summary: %s\n", path)
+	sum.WriteTable(e.stdout)
 	return failErr
+}
+
+// resetFaults sets every fault knob of every replica back to 0, with a
+// fresh context: the run's may be canceled.
+func resetFaults(e *env) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.targets.AdminPut(ctx, "/admin/faults", e.cfg.stampede.adminToken, map[string]int{}); err != nil {
+		return fmt.Errorf("reset fault knobs: %w", err)
+	}
+	return nil
+}
+
+// newReserveState returns empty state for a run summarised into sum.
+func newReserveState(sum *ReserveSummary) *reserveState {
+	return &reserveState{sum: sum, hist: NewHistogram(), createdQ: map[int64]int{}, createdN: map[int64]int{}}
+}
+
+// record counts a Runner result in the summary.
+func (st *reserveState) record(res Result) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if res.Dropped {
+		st.sum.Dropped++
+		return
+	}
+	st.sum.Requests++
+	st.sum.ByCode[res.Code]++
+	st.hist.Record(res.Latency)
 }
 
 // do sends one reservation (a replay of an earlier created one with

@@ -96,7 +96,7 @@ func TestReserveScenario(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := []string{
-		"-target", url, "-rate", "100", "-phase-duration", "2s",
+		"-target", url, "-rate", "100", "-duration", "2s", "-metrics-addr", "",
 		"-skus", "1,2", "-replay-percent", "20", "-report-dir", dir, "reserve",
 	}
 	err := run(ctx, args, func(string) string { return "" }, &stdout, &stderr)
@@ -149,6 +149,10 @@ func TestReserveScenario(t *testing.T) {
 	if int64(createdN) != sum.Created {
 		t.Errorf("per-SKU created reservations %d != created %d", createdN, sum.Created)
 	}
+	if got := sum.Server["reservations reserved"]; got != float64(sum.Created) {
+		t.Errorf("the API counted %v reserved, the run saw %d created", got, sum.Created)
+	}
+	checkReport(t, dir, "answers.png", "latency.png")
 }
 
 // TestReserveDetectsOversell runs the scenario against an API whose
@@ -176,7 +180,7 @@ func TestReserveDetectsOversell(t *testing.T) {
 	}()
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	args := []string{"-target", url, "-rate", "20", "-phase-duration", "1s", "-skus", "1", "-report-dir", dir, "reserve"}
+	args := []string{"-target", url, "-rate", "20", "-duration", "1s", "-metrics-addr", "", "-skus", "1", "-report-dir", dir, "reserve"}
 	err := run(ctx, args, func(string) string { return "" }, &stdout, &stderr)
 	t.Logf("stdout:\n%s", stdout.String())
 	if terr := <-tampered; terr != nil {
@@ -210,7 +214,7 @@ func TestReservePause(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	args := []string{"-target", url, "-admin-token", "t", "-rate", "10", "-phase-duration", "500ms", "-skus", "1",
+	args := []string{"-target", url, "-admin-token", "t", "-rate", "10", "-duration", "500ms", "-metrics-addr", "", "-skus", "1",
 		"-pause-percent", "100", "-pause-ms", "2500", "-report-dir", dir, "reserve"}
 	err := run(ctx, args, func(string) string { return "" }, &stdout, &stderr)
 	t.Logf("stdout:\n%s", stdout.String())

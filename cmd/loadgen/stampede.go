@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -143,23 +142,15 @@ func parsePhases(s string) ([]phase, error) {
 // -max-error-rate.
 var errErrorRate = errors.New("error rate above -max-error-rate")
 
-// runStampede runs every phase in turn, writes summary.json and a table to
-// stdout, and returns an error when a phase could not run or the error rate
-// passed the threshold (the summary is written in that case too).
-func runStampede(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
-	sc := cfg.stampede
-	if sc.adminToken == "" {
-		return errors.New("stampede needs -admin-token (or ADMIN_TOKEN) to switch the cache strategy")
-	}
-	client, err := NewClient(cfg.target.String(), 30*time.Second)
-	if err != nil {
-		return err
-	}
-	defer client.CloseIdleConnections()
-
+// runStampede runs every phase in turn, writes the report (summary.json,
+// report.md, charts) and a table to stdout, and returns an error when a phase
+// could not run or the error rate passed the threshold (the report is
+// written in that case too).
+func runStampede(ctx context.Context, e *env) error {
+	cfg, sc := e.cfg, e.cfg.stampede
 	sum := &StampedeSummary{
 		Scenario:        stampedeScenario,
-		Target:          cfg.target.String(),
+		Target:          e.targets.String(),
 		Cache:           stampedeCache,
 		RateRPS:         cfg.rate,
 		PhaseSeconds:    sc.phaseDuration.Seconds(),
@@ -169,13 +160,9 @@ func runStampede(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 		MaxErrorRate:    sc.maxErrorRate,
 		Started:         time.Now().UTC(),
 	}
-	stats := NewStats(nil)
-	stopProgress := startProgress(stats, stderr)
-	defer stopProgress()
-
 	var scheduled int64
 	for _, p := range sc.phases {
-		ps, sched, err := runPhase(ctx, cfg, client, stats, p)
+		ps, sched, err := runPhase(ctx, e, p)
 		if err != nil {
 			return fmt.Errorf("phase %s: %w", p.name, err)
 		}
@@ -185,7 +172,6 @@ func runStampede(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 		sum.Dropped += ps.Dropped
 		scheduled += sched
 	}
-	stopProgress()
 	sum.Finished = time.Now().UTC()
 	if scheduled > 0 {
 		sum.ErrorRate = float64(sum.Errors+sum.Dropped) / float64(scheduled)
@@ -194,54 +180,29 @@ func runStampede(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 		sum.Failures = append(sum.Failures, fmt.Sprintf("error rate %.4f > %.4f", sum.ErrorRate, sc.maxErrorRate))
 	}
 	sum.Passed = len(sum.Failures) == 0
-	path, err := sum.WriteJSON(sc.reportDir)
-	if err != nil {
+	if err := writeReport(sc.reportDir, sum, sum.Report(), e.stdout); err != nil {
 		return err
 	}
-	sum.WriteTable(stdout)
-	fmt.Fprintf(stdout, "summary: %s\n", path)
+	sum.WriteTable(e.stdout)
 	if !sum.Passed {
 		return fmt.Errorf("%w: %s", errErrorRate, strings.Join(sum.Failures, "; "))
 	}
 	return nil
 }
 
-// startProgress logs one progress line per second to w until the returned
-// function is called (it is idempotent and waits for the logger to stop).
-func startProgress(stats *Stats, w io.Writer) func() {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				fmt.Fprintln(w, "loadgen:", FormatProgress(stats.Snapshot()))
-			case <-done:
-				return
-			}
-		}
-	})
-	var once sync.Once
-	return func() {
-		once.Do(func() { close(done); wg.Wait() })
-	}
-}
-
 // runPhase switches the cache to p, drives the phase's load and returns its
 // figures and the number of scheduled arrivals.
-func runPhase(ctx context.Context, cfg config, client *Client, stats *Stats, p phase) (PhaseSummary, int64, error) {
-	sc := cfg.stampede
+func runPhase(ctx context.Context, e *env, p phase) (PhaseSummary, int64, error) {
+	cfg, sc := e.cfg, e.cfg.stampede
 	body := map[string]any{"strategy": p.strategy}
 	if p.beta != nil {
 		body["beta"] = *p.beta
 	}
-	if err := client.AdminPut(ctx, "/admin/caches/"+stampedeCache, sc.adminToken, body); err != nil {
+	if err := e.targets.AdminPut(ctx, "/admin/caches/"+stampedeCache, sc.adminToken, body); err != nil {
 		return PhaseSummary{}, 0, err
 	}
-	stats.SetPhase(p.name)
-	before, err := client.Scrape(ctx)
+	e.stats.SetPhase(p.name)
+	before, err := e.targets.Scrape(ctx)
 	if err != nil {
 		return PhaseSummary{}, 0, err
 	}
@@ -252,6 +213,8 @@ func runPhase(ctx context.Context, cfg config, client *Client, stats *Stats, p p
 		mu               sync.Mutex
 		reqs, errs, drop int64
 	)
+	tl := newTimeline(e.targets, map[string]string{"cache": stampedeCache}, time.Second)
+	tl.SetSegment(p.name)
 	paths := make([]string, sc.hotKeys)
 	for i := range paths {
 		paths[i] = fmt.Sprintf("/v1/categories/%d/stats", i+1)
@@ -262,10 +225,11 @@ func runPhase(ctx context.Context, cfg config, client *Client, stats *Stats, p p
 		MaxRequests: cfg.maxRequests,
 		MaxInFlight: cfg.maxInFlight,
 		Do: func(ctx context.Context, req Request) Outcome {
-			return client.Get(ctx, stampedeEndpoint, paths[req.Seq%int64(len(paths))], nil)
+			return e.targets.Pick(req.Seq).Get(ctx, stampedeEndpoint, paths[req.Seq%int64(len(paths))], nil)
 		},
 		OnResult: func(res Result) {
-			stats.ObserveResult(stampedeScenario, res)
+			e.observe(stampedeScenario, res)
+			tl.Record(res)
 			mu.Lock()
 			defer mu.Unlock()
 			if res.Dropped {
@@ -282,11 +246,11 @@ func runPhase(ctx context.Context, cfg config, client *Client, stats *Stats, p p
 			}
 		},
 	}
-	rs, err := r.Run(ctx)
+	rs, err := runSampled(ctx, r, tl)
 	if err != nil {
 		return PhaseSummary{}, 0, err
 	}
-	after, err := client.Scrape(ctx)
+	after, err := e.targets.Scrape(ctx)
 	if err != nil {
 		return PhaseSummary{}, 0, err
 	}
@@ -305,6 +269,7 @@ func runPhase(ctx context.Context, cfg config, client *Client, stats *Stats, p p
 		GetsByResult:       map[string]float64{},
 		Latency:            latencyOf(all),
 		AfterWarmup:        latencyOf(warm),
+		Timeline:           tl.Points(),
 	}
 	if cfg.maxRequests > 0 {
 		if d := float64(cfg.maxRequests) / cfg.rate; d < sc.phaseDuration.Seconds() {

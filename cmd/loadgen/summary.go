@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -71,6 +75,10 @@ type PhaseSummary struct {
 	// scheduled start; AfterWarmup only those scheduled after the warm-up.
 	Latency     LatencySummary `json:"latency"`
 	AfterWarmup LatencySummary `json:"latency_after_warmup"`
+
+	// Timeline is the phase second by second, T counted from the phase's
+	// start.
+	Timeline []Point `json:"timeline"`
 }
 
 // LatencySummary is a latency distribution in milliseconds.
@@ -96,6 +104,80 @@ func latencyOf(h *Histogram) LatencySummary {
 
 // WriteJSON writes s as indented JSON to dir/summary.json, creating dir.
 func (s *StampedeSummary) WriteJSON(dir string) (string, error) { return writeSummary(dir, s) }
+
+// writeReport writes a report directory: summary.json from sum, then
+// report.md and the charts of rep, and lists the files on stdout.
+func writeReport(dir string, sum any, rep Report, stdout io.Writer) error {
+	path, err := writeSummary(dir, sum)
+	if err != nil {
+		return err
+	}
+	files, err := rep.Write(dir)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	fmt.Fprintf(stdout, "report: %s\n", strings.Join(append([]string{path}, files...), " "))
+	return nil
+}
+
+// Report renders the run for people: the strategies side by side and the
+// phases over time (latency, database recomputes, hit ratio), each phase's
+// clock starting at 0 so the strategies overlay.
+func (s *StampedeSummary) Report() Report {
+	table := Table{
+		Title: "Strategies side by side",
+		Header: []string{"phase", "recomputes / key / TTL", "recomputes (miss / early / expired)", "hit ratio",
+			"early refreshes", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "max after warm-up ms", "errors", "dropped"},
+		Note: fmt.Sprintf("%d hot keys, TTL %gs, %.1f TTL windows per phase; warm-up %gs. "+
+			"1 recompute per key per TTL window is the floor for a cache that is never stale.",
+			s.HotKeys, s.CacheTTLSeconds, s.PhaseSeconds/s.CacheTTLSeconds, s.WarmupSeconds),
+	}
+	latency := Chart{File: "latency.png", Title: "Client latency, p99 per second (from the scheduled start)",
+		XLabel: "seconds into the phase", YLabel: "ms", LogY: true}
+	recomputes := Chart{File: "recomputes.png", Title: "Database recomputes of " + s.Cache + " per second",
+		XLabel: "seconds into the phase", YLabel: "recomputes / s"}
+	hits := Chart{File: "hit_ratio.png", Title: "Hit ratio of " + s.Cache + " per second",
+		XLabel: "seconds into the phase", YLabel: "served from cache", YMin: ptr(0.0), YMax: ptr(1.0)}
+	for _, p := range s.Phases {
+		r := p.RecomputesByReason
+		table.Rows = append(table.Rows, []string{p.Name, f2(p.RecomputesPerKeyWindow),
+			fmt.Sprintf("%.0f / %.0f / %.0f", r["miss"], r["early"], r["expired"]), f3(p.HitRatio),
+			fmt.Sprintf("%.0f", p.EarlyRefreshes), f2(p.Latency.P50Ms), f2(p.Latency.P99Ms), f2(p.Latency.P999Ms),
+			f2(p.Latency.MaxMs), f2(p.AfterWarmup.MaxMs), fmt.Sprint(p.Errors), fmt.Sprint(p.Dropped)})
+		latency.Lines = append(latency.Lines, timelineLine(p.Name, p.Timeline, func(pt Point, _ float64) float64 { return pt.P99Ms }))
+		recomputes.Lines = append(recomputes.Lines, timelineLine(p.Name, p.Timeline, func(pt Point, dt float64) float64 { return pt.Recomputes / dt }))
+		hits.Lines = append(hits.Lines, timelineLine(p.Name, p.Timeline, func(pt Point, _ float64) float64 { return pt.HitRatio() }))
+	}
+	return Report{
+		Title: "Stampede: " + s.Cache + " under each strategy",
+		Intro: fmt.Sprintf("%g requests/s (open model) at %d hot keys of %s on %s, %gs per phase, %s to %s.",
+			s.RateRPS, s.HotKeys, s.Cache, s.Target, s.PhaseSeconds, s.Started.Format(time.RFC3339), s.Finished.Format(time.RFC3339)),
+		Tables: []Table{table},
+		Charts: []Chart{latency, recomputes, hits},
+		Notes:  s.Failures,
+	}
+}
+
+// timelineLine turns points into a chart line of y(point, seconds the point
+// covers); points whose scrape failed are gaps.
+func timelineLine(name string, pts []Point, y func(p Point, dt float64) float64) Line {
+	l := Line{Name: name}
+	prev := 0.0
+	for _, p := range pts {
+		v := math.NaN()
+		if dt := p.T - prev; dt > 0 && !p.ScrapeFailed {
+			v = y(p, dt)
+		}
+		prev = p.T
+		l.X = append(l.X, p.T)
+		l.Y = append(l.Y, v)
+	}
+	return l
+}
+
+func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+func ptr[T any](v T) *T   { return &v }
 
 // ReadStampedeSummary reads a summary.json written by WriteJSON.
 func ReadStampedeSummary(path string) (*StampedeSummary, error) {
@@ -141,4 +223,14 @@ func (s *StampedeSummary) WriteTable(w io.Writer) {
 			p.Name, p.Requests, p.RecomputesPerKeyWindow, 100*p.HitRatio, p.EarlyRefreshes,
 			p.Latency.P50Ms, p.Latency.P99Ms, p.Latency.P999Ms, p.Latency.MaxMs, p.Errors, p.Dropped)
 	}
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBrowserMix(t *testing.T) {
+	cfg := browseConfig{products: 1000, zipfS: 1.1, batchPercent: 20, searchPercent: 30, batchSize: 5}
+	b := newBrowser(cfg, 1)
+	counts := map[string]int{}
+	hot := 0
+	const n = 10000
+	for range n {
+		ep, path := b.next()
+		counts[ep]++
+		switch ep {
+		case endpointProduct:
+			if path == "/v1/products/1" {
+				hot++
+			}
+		case endpointProducts:
+			if ids := strings.TrimPrefix(path, "/v1/products?ids="); strings.Count(ids, ",") != cfg.batchSize-1 {
+				t.Fatalf("batch path %q", path)
+			}
+		case endpointSearch:
+			if !strings.HasPrefix(path, "/v1/search?limit=20&q=") {
+				t.Fatalf("search path %q", path)
+			}
+		}
+	}
+	for ep, want := range map[string]float64{endpointProduct: 0.5, endpointProducts: 0.2, endpointSearch: 0.3} {
+		if got := float64(counts[ep]) / n; got < want-0.03 || got > want+0.03 {
+			t.Errorf("%s: share %.3f, want %.2f", ep, got, want)
+		}
+	}
+	// Zipf: the most popular product gets far more than a uniform share
+	// (1/1000 of single reads).
+	if share := float64(hot) / float64(counts[endpointProduct]); share < 0.05 {
+		t.Errorf("product 1 got %.3f of single reads, want a Zipf head (>= 0.05)", share)
+	}
+	for _, bad := range []browseConfig{
+		{products: 0, zipfS: 1.1, batchSize: 1},
+		{products: 10, zipfS: 1, batchSize: 1},
+		{products: 10, zipfS: 1.1, batchSize: 101},
+		{products: 10, zipfS: 1.1, batchSize: 1, batchPercent: 60, searchPercent: 50},
+		{products: 10, zipfS: 1.1, batchSize: 1, outageFor: -time.Second},
+	} {
+		if err := bad.validate(); err == nil {
+			t.Errorf("validate(%+v): no error", bad)
+		}
+	}
+}
+
+// TestBrowseOutage browses the real API while the cache's Redis is made
+// unavailable for a while: reads keep answering 200, the database takes the
+// load while the hit ratio drops, and the cache heals afterwards.
+func TestBrowseOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: real Postgres and Redis, a few seconds of load")
+	}
+	url, _ := startTestAPI(t, testAPI{adminToken: "t"})
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{
+		"-target", url, "-admin-token", "t", "-metrics-addr", "", "-rate", "150", "-duration", "6s",
+		"-products", "200", "-outage-at", "2s", "-outage-for", "2s", "-report-dir", dir, "browse",
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := run(ctx, args, func(string) string { return "" }, &stdout, &stderr)
+	t.Logf("stdout:\n%s", stdout.String())
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	sum, err := readSummary[BrowseSummary](filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Errors != 0 || sum.Dropped != 0 || sum.Requests < 800 || !sum.Passed {
+		t.Errorf("requests=%d errors=%d dropped=%d passed=%v: reads must keep flowing", sum.Requests, sum.Errors, sum.Dropped, sum.Passed)
+	}
+	for _, ep := range []string{endpointProduct, endpointProducts, endpointSearch} {
+		if sum.Endpoints[ep] == nil || sum.Endpoints[ep].Requests == 0 {
+			t.Errorf("no %s requests: %v", ep, sum.Endpoints)
+		}
+	}
+	seg := map[string]SegmentSummary{}
+	var names []string
+	for _, g := range sum.Segments {
+		seg[g.Name] = g
+		names = append(names, g.Name)
+	}
+	if strings.Join(names, ",") != "before,outage,after" {
+		t.Fatalf("segments %v, want before,outage,after", names)
+	}
+	before, outage, after := seg["before"], seg["outage"], seg["after"]
+	t.Logf("before %+v\noutage %+v\nafter %+v", before, outage, after)
+	if outage.HitRatio > 0.2 || outage.DBQueriesPerSecond < 2*after.DBQueriesPerSecond {
+		t.Errorf("outage: hit ratio %.3f, db %.1f/s (after: %.1f/s): want the cache bypassed and the database taking the reads",
+			outage.HitRatio, outage.DBQueriesPerSecond, after.DBQueriesPerSecond)
+	}
+	if after.HitRatio < 0.5 || after.HitRatio <= outage.HitRatio {
+		t.Errorf("after: hit ratio %.3f, want the cache healed (> 0.5)", after.HitRatio)
+	}
+	checkReport(t, dir, "latency.png", "db_load.png", "hit_ratio.png")
+}
