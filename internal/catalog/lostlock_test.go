@@ -107,3 +107,23 @@ func TestLostLockIsFenced(t *testing.T) {
 		t.Errorf("inventory.reserved = %d after A's retry, want %d", reserved, qtyA+qtyB)
 	}
 }
+
+// TestLostLockWithoutStockIsInsufficient: a request that loses its lock in
+// a pause, with nobody writing in between, is not fenced (its token is still
+// the newest); when there is too little stock it is refused for that, and
+// the answer and catalog_reservations_total agree on "insufficient".
+func TestLostLockWithoutStockIsInsufficient(t *testing.T) {
+	const product = 42
+	a := newTestAPI(t, apiOptions{lockTTL: 200 * time.Millisecond})
+	a.setInventory(product, 1, 0)
+	decodeJSON(t, a.admin(http.MethodPut, "/admin/faults", `{"reservation_pause_ms": 500, "reservation_pause_percent": 100}`),
+		http.StatusOK, nil)
+	rec := a.do(http.MethodPost, "/v1/reservations", reserveBody(product, 3, "lost-short"))
+	checkProblem(t, rec, http.StatusConflict, "/problems/insufficient-stock")
+	if n := metricValue(t, a.reg, "lockx_lost_total", map[string]string{"name": "inventory"}); n < 1 {
+		t.Fatalf("lockx_lost_total = %v: the lock was not lost, the test proves nothing", n)
+	}
+	if f, i := a.reservationsTotal("fenced"), a.reservationsTotal("insufficient"); f != 0 || i != 1 {
+		t.Errorf("catalog_reservations_total fenced=%d insufficient=%d, want 0 and 1 (as answered)", f, i)
+	}
+}

@@ -64,11 +64,13 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (r Reservatio
 	case err == nil && !created:
 		result = "duplicate"
 	case err == nil:
+	case errors.Is(err, ErrInsufficientStock):
+		// Refused for stock: the fence let the write through (no newer
+		// holder had written), even if the lock was lost meanwhile.
+		result = "insufficient"
 	case errors.Is(err, pgfence.ErrStaleToken), errors.Is(context.Cause(lk.Context()), lockx.ErrLost):
 		result = "fenced"
 		err = fmt.Errorf("%w: %w", ErrFenced, err)
-	case errors.Is(err, ErrInsufficientStock):
-		result = "insufficient"
 	default:
 		result = ""
 	}
