@@ -1,0 +1,116 @@
+package dashboards
+
+import "github.com/grafana/grafana-foundation-sdk/go/units"
+
+// overview is the home dashboard: the key numbers, each linking to the
+// dashboard that explains it.
+func overview() boardSpec {
+	cacheURL := dashboardURL(uidPrefix + "cache")
+	locksURL := dashboardURL(uidPrefix + "locks")
+	apiURL := dashboardURL(uidPrefix + "api")
+	loadgenURL := dashboardURL(uidPrefix + "loadgen")
+	return boardSpec{
+		uid:   uidPrefix + "overview",
+		title: "Stampede overview",
+		description: "Home of the stampede demo: is the cache absorbing the load, is Postgres protected from " +
+			"stampedes, are reservations safe, and what do clients see. Each panel links to the dashboard with the " +
+			"details; the links at the top list all of them.",
+		tags: []string{"overview"},
+		rows: []rowSpec{
+			{title: "Now", panels: []panelSpec{
+				{
+					kind: kindStat, title: "Cache hit ratio", unit: units.PercentUnit,
+					thresholds: higherIsBetter(0.8), w: 4, h: 5, percent01: true,
+					link: cacheURL, linkTitle: "Cache (XFetch)",
+					description: hitRatioHelp + " All caches, last minute or two. Good: above 80% (green) once warm.",
+					targets:     []target{{expr: hitRatio(""), legend: "hit ratio"}},
+				},
+				{
+					kind: kindStat, title: "Recomputes/s", unit: units.OpsPerSecond,
+					thresholds: okAlways(), w: 3, h: 5,
+					link: cacheURL, linkTitle: "Cache (XFetch)",
+					description: "Cache recomputes per second, all caches: each one is a Postgres query. Good: low and " +
+						"steady, a small fraction of the request rate; spikes at each TTL expiry are stampedes.",
+					targets: []target{{expr: sumRate("", "cachex_recomputes_total"), legend: "recomputes/s"}},
+				},
+				{
+					kind: kindStat, title: "Requests/s", unit: units.RequestsPerSecond,
+					thresholds: okAlways(), w: 3, h: 5,
+					link: apiURL, linkTitle: "API",
+					description: "HTTP requests per second served by the API instances. It follows the load generator's " +
+						"offered rate: no good or bad value.",
+					targets: []target{{expr: sumRate("", "http_requests_total"), legend: "requests/s"}},
+				},
+				{
+					kind: kindStat, title: "5xx ratio", unit: units.PercentUnit,
+					thresholds: lowerIsBetter(0.001, 0.01), w: 4, h: 5,
+					link: apiURL, linkTitle: "API",
+					description: "Share of API requests answered with a 5xx status. Good: 0 (green); yellow from 0.1%, red " +
+						"from 1%. Lock timeouts under heavy reservation contention answer 503.",
+					targets: []target{{expr: codeRatio("", "5.."), legend: "5xx"}},
+				},
+				{
+					kind: kindStat, title: "Lost locks", unit: units.Short,
+					thresholds: anyIsBad(0.5), w: 3, h: 5, instant: true, needs: needsLostLock, noValue: "0",
+					link: locksURL, linkTitle: "Locks and reservations",
+					description: "Empty (shown as 0) unless a lock is lost, e.g. with the holder-pause fault injection. " +
+						"Locks lost while held in the dashboard's time range. " + lostLockHelp + " Good: 0.",
+					targets: []target{{expr: onlyPositive(increaseOverRange("lockx_lost_total")), legend: "lost"}},
+				},
+				{
+					kind: kindStat, title: "Fenced reservations", unit: units.Short,
+					thresholds: anyIsBad(0.5), w: 3, h: 5, instant: true, needs: needsLostLock, noValue: "0",
+					link: locksURL, linkTitle: "Locks and reservations",
+					description: "Empty (shown as 0) unless a lock is lost, e.g. with the holder-pause fault injection. " +
+						fencedHelp + " Counted over the dashboard's time range. Good: 0.",
+					targets: []target{{expr: onlyPositive(increaseOverRange("catalog_reservations_total", `result="fenced"`)), legend: "fenced"}},
+				},
+				{
+					kind: kindStat, title: "Client p99", unit: units.Seconds,
+					thresholds: lowerIsBetter(0.25, 1), w: 4, h: 5,
+					link: loadgenURL, linkTitle: "Load generator",
+					description: "99th percentile latency measured by the load generator, all scenarios, from each " +
+						"request's scheduled start. Good: under 250 ms (green); red from 1 s.",
+					targets: []target{{expr: quantile(0.99, "", "loadgen_request_duration_seconds", sent), legend: "p99"}},
+				},
+			}},
+			{title: "Trends", panels: []panelSpec{
+				{
+					kind: kindTimeseries, title: "Hit ratio by cache", unit: units.PercentUnit,
+					thresholds: higherIsBetter(0.8), w: 12, h: 8, percent01: true, showThresholds: true,
+					link: cacheURL, linkTitle: "Cache (XFetch)",
+					description: hitRatioHelp + " Per cache; the dashed line is the 80% threshold. A cache dipping at " +
+						"each expiry is stampeding (try strategy ttl, then xfetch).",
+					targets: []target{{expr: hitRatio("cache"), legend: "{{cache}}"}},
+				},
+				{
+					kind: kindTimeseries, title: "Recomputes by cache", unit: units.OpsPerSecond,
+					thresholds: okAlways(), w: 12, h: 8,
+					link: cacheURL, linkTitle: "Cache (XFetch)",
+					description: "Recomputes (Postgres queries made for the cache) per second, per cache. Under xfetch " +
+						"they are spread out and mostly early; under ttl they come in bursts at each expiry: the stampede.",
+					targets: []target{{expr: sumRate("cache", "cachex_recomputes_total"), legend: "{{cache}}"}},
+				},
+				{
+					kind: kindTimeseries, title: "Requests and 5xx", unit: units.RequestsPerSecond,
+					thresholds: okAlways(), w: 12, h: 8, rightAxis: []string{"B"},
+					link: apiURL, linkTitle: "API",
+					description: "API requests per second (left axis) and 5xx responses per second (right axis, 0 when " +
+						"there are none). Good: the 5xx line flat at zero.",
+					targets: []target{
+						{expr: sumRate("", "http_requests_total"), legend: "requests"},
+						{expr: sumRate("", "http_requests_total", `code=~"5.."`) + " or " + sumRate("", "http_requests_total") + " * 0", legend: "5xx (right axis)"},
+					},
+				},
+				{
+					kind: kindTimeseries, title: "Client p99 by scenario", unit: units.Seconds,
+					thresholds: lowerIsBetter(0.25, 1), w: 12, h: 8, showThresholds: true,
+					link: loadgenURL, linkTitle: "Load generator",
+					description: "99th percentile latency per load generator scenario, measured by the client from each " +
+						"request's scheduled start. Good: under 250 ms (dashed yellow line).",
+					targets: []target{{expr: quantile(0.99, "scenario", "loadgen_request_duration_seconds", sent), legend: "{{scenario}}"}},
+				},
+			}},
+		},
+	}
+}
