@@ -16,6 +16,23 @@ test: ## go vet, then every test with the race detector against real Redis and P
 test-short: ## the tests that need no servers (go test -short)
 	$(GO) test -short -count=1 ./...
 
+.PHONY: dashboards
+dashboards: ## regenerate the Grafana dashboards in dashboards/generated from the Go definitions (commit the result)
+	$(GO) run ./dashboards/cmd/gendashboards
+
+.PHONY: up
+up: ## the live demo in Docker: API x2, load, Prometheus (:9090), Grafana (:3000)
+	docker compose up --build -d
+	@echo "Grafana http://127.0.0.1:3000  Prometheus http://127.0.0.1:9090  API http://127.0.0.1:8080 and :8081  loadgen http://127.0.0.1:9102/metrics"
+
+.PHONY: up-minimal
+up-minimal: ## the demo for small laptops: one API, one Redis, a fifth of the catalog
+	docker compose -f compose.minimal.yaml up --build -d
+
+.PHONY: down
+down: ## stop the demo (either variant) and drop its data
+	docker compose down -v --remove-orphans
+
 .PHONY: run-local
 run-local: ## the stack from local binaries, no Docker: Redis x4, migrate, seed, API on :8080
 	bash scripts/local.sh start
