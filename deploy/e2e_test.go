@@ -1,0 +1,418 @@
+package deploy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/stampede-lab/stampede/dashboards"
+	"github.com/stampede-lab/stampede/internal/testenv"
+)
+
+// e2eToken is the admin token of the end-to-end stack.
+const e2eToken = "e2e-admin"
+
+// TestEndToEnd runs the demo's stack as real processes on loopback:
+// Postgres, three Redis (cache on the first, Redlock on all three), two api
+// processes, loadgen's demo mix (stampede bursts, browsing, reservations),
+// and Debian's prometheus scraping them with deploy/prometheus.yml's jobs
+// and alert rules. After a quiet stretch it turns on the faults some panels
+// need (cache Redis down, reservations paused past the lock TTL), then
+// checks through Prometheus's HTTP API that every dashboard panel's queries
+// return data, that the fault alerts fired, that every metric the panels
+// select is registered by a real process, and that docs/metrics.md lists
+// exactly the metrics the processes export.
+func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end: builds and runs the api, loadgen and prometheus")
+	}
+	root := repoRoot(t)
+	promBin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Fatal("prometheus is not on PATH: install Debian's prometheus package (apt-get install -y prometheus)")
+	}
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", bin, "./cmd/api", "./cmd/loadgen")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	api, loadgen := filepath.Join(bin, "api"), filepath.Join(bin, "loadgen")
+
+	dbURL := testenv.PostgresURL(t)
+	nodes := testenv.RedisNodes(t, 3)
+	var lockURLs []string
+	for i := range 3 {
+		lockURLs = append(lockURLs, nodes[i].URL())
+	}
+	env := append(os.Environ(), "DATABASE_URL="+dbURL, "REDIS_URL="+nodes[0].URL(),
+		"LOCK_REDIS_URLS="+strings.Join(lockURLs, ","), "ADMIN_TOKEN="+e2eToken, "MIGRATE=false", "LOG_LEVEL=warn")
+	seed := exec.Command(api, "seed", "-scale", "0.05")
+	seed.Env = env
+	if out, err := seed.CombinedOutput(); err != nil {
+		t.Fatalf("api seed: %v\n%s", err, out)
+	}
+
+	apis := []string{freeAddr(t), freeAddr(t)}
+	for i, addr := range apis {
+		startProcess(t, fmt.Sprintf("api-%d", i+1), api, nil, append(env, "HTTP_ADDR="+addr))
+	}
+	for _, addr := range apis {
+		waitHTTP(t, "http://"+addr+"/readyz", 20*time.Second)
+	}
+	lgAddr := freeAddr(t)
+	startProcess(t, "loadgen", loadgen, []string{
+		"-target", "http://" + apis[0] + ",http://" + apis[1], "-metrics-addr", lgAddr, "-admin-token", e2eToken,
+		"-duration", "5m", "-rate", "40", "-products", "1250", "-skus", "1,2,3", "-demo-reserve-rate", "10",
+		"-burst-every", "8s", "-burst-for", "4s", "-burst-rate", "150", "-phases", "ttl,xfetch:1", "demo",
+	}, env)
+	waitHTTP(t, "http://"+lgAddr+"/metrics", 10*time.Second)
+
+	promAddr := freeAddr(t)
+	cfg := prometheusConfig(t, root, map[string][]string{"api": apis, "loadgen": {lgAddr}})
+	startProcess(t, "prometheus", promBin, []string{
+		"--config.file=" + cfg, "--storage.tsdb.path=" + t.TempDir(), "--web.listen-address=" + promAddr,
+	}, nil)
+	prom := "http://" + promAddr
+	waitHTTP(t, prom+"/-/ready", 20*time.Second)
+	begin := time.Now()
+
+	// Normal load, then the faults, then recovery.
+	time.Sleep(12 * time.Second)
+	faults := map[string]int{"cache_redis_down_percent": 100, "reservation_pause_ms": 6000, "reservation_pause_percent": 50}
+	for _, addr := range apis {
+		adminPut(t, "http://"+addr+"/admin/faults", faults)
+	}
+	time.Sleep(8 * time.Second)
+	for _, addr := range apis {
+		adminPut(t, "http://"+addr+"/admin/faults", map[string]int{})
+	}
+	time.Sleep(10 * time.Second)
+	end := time.Now()
+
+	queries, err := dashboards.Queries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("every panel returns data", func(t *testing.T) {
+		var empty []string
+		for _, q := range queries {
+			n := rangeSeries(t, prom, dashboards.Substitute(q.Expr), begin, end)
+			switch {
+			case q.Needs == "extensions":
+				// No watchdog in this app: the panel stays empty, while
+				// the counter it reads is exported (at zero).
+				if n != 0 || rangeSeries(t, prom, `lockx_extensions_total`, begin, end) == 0 {
+					t.Errorf("%s / %s: %d series; want none, over an exported lockx_extensions_total", q.Dashboard, q.Panel, n)
+				}
+			case n == 0:
+				empty = append(empty, fmt.Sprintf("%s / %s (needs %q): %s", q.Dashboard, q.Panel, q.Needs, q.Expr))
+			}
+		}
+		if len(empty) > 0 {
+			t.Errorf("%d of %d panel queries returned no data:\n%s", len(empty), len(queries), strings.Join(empty, "\n"))
+		}
+		t.Logf("%d panel queries evaluated over %s", len(queries), end.Sub(begin).Round(time.Second))
+	})
+
+	t.Run("fault alerts fired", func(t *testing.T) {
+		active := alerts(t, prom)
+		for _, name := range []string{"StampedeLockLost", "StampedeFencedWrites", "StampedeCacheRedisErrors"} {
+			if !slices.Contains(active, name) {
+				t.Errorf("alert %s is not pending or firing after the faults; active: %v", name, active)
+			}
+		}
+		t.Logf("active alerts: %v", active)
+	})
+
+	exported := map[string]bool{}
+	for _, target := range append(slices.Clone(apis), lgAddr) {
+		for name := range metricFamilies(t, "http://"+target+"/metrics") {
+			exported[name] = true
+		}
+	}
+	t.Run("panels select registered metrics", func(t *testing.T) {
+		for _, q := range queries {
+			names, err := dashboards.MetricNames(q.Expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range names {
+				if n != "up" && !exported[familyOf(n, exported)] {
+					t.Errorf("%s / %s selects %s, which neither the api nor loadgen registers", q.Dashboard, q.Panel, n)
+				}
+			}
+		}
+	})
+
+	t.Run("docs/metrics.md lists exactly the exported metrics", func(t *testing.T) {
+		documented := documentedMetrics(t, filepath.Join(root, "docs", "metrics.md"))
+		for name := range exported {
+			if isRuntimeMetric(name) {
+				continue
+			}
+			if !documented[name] {
+				t.Errorf("%s is exported but not documented in docs/metrics.md", name)
+			}
+		}
+		for name := range documented {
+			if !exported[name] {
+				t.Errorf("docs/metrics.md documents %s, which no process exports", name)
+			}
+		}
+	})
+}
+
+// isRuntimeMetric reports whether name is one of client_golang's Go and
+// process collectors' metrics, which docs/metrics.md describes as groups.
+func isRuntimeMetric(name string) bool {
+	return strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") || strings.HasPrefix(name, "promhttp_")
+}
+
+// familyOf maps a series name (a histogram's _bucket, _sum or _count) to
+// its metric family in exported, or returns it unchanged.
+func familyOf(name string, exported map[string]bool) string {
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if base, ok := strings.CutSuffix(name, suffix); ok && exported[base] {
+			return base
+		}
+	}
+	return name
+}
+
+// metricFamilies scrapes url and returns the metric families its # TYPE
+// lines declare, with their types.
+func metricFamilies(t *testing.T, url string) map[string]string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
+			out[f[2]] = f[3]
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s: no metrics", url)
+	}
+	return out
+}
+
+// documentedRow matches a metric row of docs/metrics.md's tables:
+// | `name` | type | ...
+var documentedRow = regexp.MustCompile("^\\|\\s*`([a-z_:][a-z0-9_:]*)`\\s*\\|")
+
+// documentedMetrics returns the metric names of docs/metrics.md's table rows.
+func documentedMetrics(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if m := documentedRow.FindStringSubmatch(line); m != nil {
+			out[m[1]] = true
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s: no metric rows", path)
+	}
+	return out
+}
+
+// prometheusConfig writes a copy of deploy/prometheus.yml whose jobs scrape
+// targets (job -> host:port list) every second, with the alert rules from
+// the repository, and returns its path.
+func prometheusConfig(t *testing.T, root string, targets map[string][]string) string {
+	t.Helper()
+	var cfg map[string]any
+	readYAML(t, filepath.Join(root, "deploy", "prometheus.yml"), &cfg)
+	cfg["global"] = map[string]any{"scrape_interval": "1s", "scrape_timeout": "900ms", "evaluation_interval": "1s"}
+	cfg["rule_files"] = []string{filepath.Join(root, rulesFile)}
+	jobs, _ := cfg["scrape_configs"].([]any)
+	seen := 0
+	for _, j := range jobs {
+		job := j.(map[string]any)
+		name, _ := job["job_name"].(string)
+		ts, ok := targets[name]
+		if !ok {
+			t.Fatalf("deploy/prometheus.yml has a job %q the test does not run", name)
+		}
+		job["static_configs"] = []any{map[string]any{"targets": ts}}
+		seen++
+	}
+	if seen != len(targets) {
+		t.Fatalf("deploy/prometheus.yml has %d jobs, want %d (%v)", seen, len(targets), targets)
+	}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "prometheus.yml")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// rangeSeries evaluates expr over [from, to] every 2s through Prometheus's
+// HTTP API and returns the number of series with at least one sample.
+func rangeSeries(t *testing.T, prom, expr string, from, to time.Time) int {
+	t.Helper()
+	q := url.Values{"query": {expr}, "start": {unix(from)}, "end": {unix(to)}, "step": {"2"}}
+	var res struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []json.RawMessage `json:"result"`
+		} `json:"data"`
+	}
+	getJSON(t, prom+"/api/v1/query_range?"+q.Encode(), &res)
+	if res.Status != "success" {
+		t.Fatalf("query %q: %s", expr, res.Error)
+	}
+	return len(res.Data.Result)
+}
+
+// alerts returns the names of the pending and firing alerts.
+func alerts(t *testing.T, prom string) []string {
+	t.Helper()
+	var res struct {
+		Data struct {
+			Alerts []struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"alerts"`
+		} `json:"data"`
+	}
+	getJSON(t, prom+"/api/v1/alerts", &res)
+	var names []string
+	for _, a := range res.Data.Alerts {
+		names = append(names, a.Labels["alertname"])
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+func unix(t time.Time) string { return fmt.Sprintf("%.3f", float64(t.UnixMilli())/1000) }
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+}
+
+// adminPut sets the api's fault knobs.
+func adminPut(t *testing.T, url string, body any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPut, url, bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+e2eToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT %s: %s", url, resp.Status)
+	}
+}
+
+// freeAddr returns a loopback address nobody listens on right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitHTTP polls url until it answers 200.
+func waitHTTP(t *testing.T, url string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not answer 200 within %v (last error %v)", url, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// startProcess starts bin with args and env (nil: the test's), its output
+// in a log file that is printed when the test fails, and stops it with
+// SIGTERM (then SIGKILL) when the test ends.
+func startProcess(t *testing.T, name, bin string, args, env []string) {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		logFile.Close()
+		if t.Failed() {
+			out, _ := os.ReadFile(logPath)
+			if len(out) > 4000 {
+				out = out[len(out)-4000:]
+			}
+			t.Logf("--- %s log (tail) ---\n%s", name, out)
+		}
+	})
+}
