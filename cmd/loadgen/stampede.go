@@ -31,8 +31,9 @@ var (
 	getResults       = []string{"hit", "early_refresh", "miss", "stale", "bypass"}
 )
 
-// stampedeConfig is the part of the command line only the stampede scenario
-// uses.
+// stampedeConfig is the stampede scenario's part of the command line (demo
+// uses -phases and -hot-keys for its bursts) and the flags every scenario
+// shares: -admin-token, -report-dir and -max-error-rate.
 type stampedeConfig struct {
 	phasesRaw     string
 	phases        []phase
@@ -66,9 +67,9 @@ func registerStampedeFlags(fs *flag.FlagSet, c *stampedeConfig, adminDefault str
 	fs.DurationVar(&c.warmup, "warmup", 0,
 		"stampede: start of each phase excluded from the latency_after_warmup figures (default 0: one -cache-ttl)")
 	fs.StringVar(&c.adminToken, "admin-token", adminDefault,
-		"bearer token of the API's /admin endpoints, needed to switch cache strategies (env ADMIN_TOKEN)")
+		"bearer token of the API's /admin endpoints, needed to switch cache strategies and fault knobs (stampede, demo, browse -outage-for, reserve -pause-percent) (env ADMIN_TOKEN)")
 	fs.StringVar(&c.reportDir, "report-dir", defaultReportDir,
-		"directory for summary.json")
+		"where stampede, browse and reserve write summary.json, report.md and the PNG charts")
 	fs.Float64Var(&c.maxErrorRate, "max-error-rate", defaultMaxErrorRate,
 		"exit non-zero when (errors + dropped) / scheduled requests exceeds this")
 }
