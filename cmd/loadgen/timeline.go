@@ -49,15 +49,15 @@ type timeline struct {
 	cuts     chan cut      // SetSegment -> run: close the interval now
 	stopped  chan struct{} // closed when run returns
 
-	mu      sync.Mutex
-	running bool
-	segment string
-	win     *Histogram
-	reqs    int64
-	errs    int64
-	codes   map[string]int64
-	points  []Point
-	byPhase map[string]*Histogram // all latencies per segment
+	mu        sync.Mutex
+	running   bool
+	segment   string
+	win       *Histogram
+	reqs      int64
+	errs      int64
+	codes     map[string]int64
+	points    []Point
+	bySegment map[string]*Histogram // every latency, per segment
 }
 
 // newTimeline returns a timeline over targets that watches the caches
@@ -65,7 +65,7 @@ type timeline struct {
 func newTimeline(targets Targets, cache map[string]string, interval time.Duration) *timeline {
 	return &timeline{targets: targets, cache: cache, interval: interval,
 		cuts: make(chan cut), stopped: make(chan struct{}),
-		win: NewHistogram(), codes: map[string]int64{}, byPhase: map[string]*Histogram{}}
+		win: NewHistogram(), codes: map[string]int64{}, bySegment: map[string]*Histogram{}}
 }
 
 // cut asks run to close the current interval and start segment s.
@@ -111,10 +111,10 @@ func (tl *timeline) Record(res Result) {
 	}
 	tl.codes[orDash(res.Code)]++
 	tl.win.Record(res.Latency)
-	h := tl.byPhase[tl.segment]
+	h := tl.bySegment[tl.segment]
 	if h == nil {
 		h = NewHistogram()
-		tl.byPhase[tl.segment] = h
+		tl.bySegment[tl.segment] = h
 	}
 	h.Record(res.Latency)
 }
@@ -124,7 +124,7 @@ func (tl *timeline) Record(res Result) {
 func (tl *timeline) SegmentLatency(seg string) LatencySummary {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	if h := tl.byPhase[seg]; h != nil {
+	if h := tl.bySegment[seg]; h != nil {
 		return latencyOf(h)
 	}
 	return LatencySummary{}
