@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -108,4 +109,36 @@ func TestBrowseOutage(t *testing.T) {
 		t.Errorf("after: hit ratio %.3f, want the cache healed (> 0.5)", after.HitRatio)
 	}
 	checkReport(t, dir, "latency.png", "db_load.png", "hit_ratio.png")
+
+	// replot renders the same report again from summary.json alone.
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"report.md", "latency.png", "db_load.png", "hit_ratio.png"} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stdout.Reset()
+	if err := run(ctx, []string{"-report-dir", dir, "replot"}, func(string) string { return "" }, &stdout, &stderr); err != nil {
+		t.Fatalf("replot: %v", err)
+	}
+	checkReport(t, dir, "latency.png", "db_load.png", "hit_ratio.png")
+	if again, _ := os.ReadFile(filepath.Join(dir, "report.md")); !bytes.Equal(again, md) {
+		t.Errorf("replotted report.md differs:\n%s\n---\n%s", again, md)
+	}
+}
+
+func TestReplotRefusesWhatItCannotRender(t *testing.T) {
+	dir := t.TempDir()
+	if err := run(t.Context(), []string{"-report-dir", dir, "replot"}, noEnv, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
+		t.Error("replot without summary.json: no error")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "summary.json"), []byte(`{"scenario": "demo"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(t.Context(), []string{"-report-dir", dir, "replot"}, noEnv, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "demo") {
+		t.Errorf("replot of a demo summary: %v", err)
+	}
 }

@@ -281,14 +281,19 @@ func (c Chart) setYRange(a *plot.Axis) {
 }
 
 // plainTicks is plot.DefaultTicks with labels printed as short as they go
-// ("25", "0.5") rather than with a fixed number of decimals ("25.00").
+// ("25", "0.5") rather than with a fixed number of decimals ("25.00"), and
+// every tick labelled when there are at most maxLabels of them (DefaultTicks
+// labels only a few, e.g. 10, 50 and 90 on a 90 s axis).
 type plainTicks struct{}
+
+const maxLabels = 12
 
 // Ticks implements plot.Ticker.
 func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
 	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	all := len(ticks) <= maxLabels
 	for i, t := range ticks {
-		if t.Label != "" {
+		if t.Label != "" || all {
 			ticks[i].Label = strconv.FormatFloat(t.Value, 'g', 10, 64)
 		}
 	}

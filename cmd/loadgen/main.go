@@ -81,6 +81,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	if cfg.scenario == replotCommand {
+		return replot(cfg.stampede.reportDir, stdout)
+	}
 	scenario, ok := scenarios[cfg.scenario]
 	if !ok {
 		return errNoScenario
@@ -252,7 +255,8 @@ Scenarios:
 
 Every scenario but demo writes summary.json, report.md and PNG charts to
 -report-dir and exits non-zero when an invariant fails or the error rate
-passes -max-error-rate.
+passes -max-error-rate. "loadgen -report-dir DIR replot" renders report.md
+and the charts again from DIR/summary.json, without sending any request.
 
 Flags:
 `

@@ -31,6 +31,16 @@ const (
 	problemBusy         = "/problems/busy"
 )
 
+// Outcome classes of reservations, for the report's answers per second.
+const (
+	classCreated        = "created"
+	classReplayed       = "replayed"
+	classReplayMismatch = "replay mismatch"
+	classInsufficient   = "insufficient"
+	classFenced         = "fenced"
+	classBusy           = "busy"
+)
+
 // errInvariant is returned (wrapped) when the end-of-run oversell check or
 // the replay check fails.
 var errInvariant = errors.New("reserve invariant violated")
@@ -381,6 +391,7 @@ func (st *reserveState) do(ctx context.Context, client *Client, rc reserveConfig
 	if replay && out.Code == "409" {
 		// A refusal of a known key: the API did not return the reservation.
 		s.ReplayMismatches++
+		out.Class = classReplayMismatch
 		return out
 	}
 	switch {
@@ -391,8 +402,10 @@ func (st *reserveState) do(ctx context.Context, client *Client, rc reserveConfig
 		s.Created++
 		st.createdQ[res.productID] += res.quantity
 		st.createdN[res.productID]++
+		out.Class = classCreated
 		if replay {
 			s.ReplayMismatches++
+			out.Class = classReplayMismatch
 		} else {
 			res.id = problem.ID
 			st.createdRs = append(st.createdRs, res)
@@ -400,16 +413,21 @@ func (st *reserveState) do(ctx context.Context, client *Client, rc reserveConfig
 	case out.Code == "200" && replay:
 		if problem.ID == res.id {
 			s.Replays++
+			out.Class = classReplayed
 		} else {
 			s.ReplayMismatches++
+			out.Class = classReplayMismatch
 		}
 	case out.Code == "409" && problem.Type == problemInsufficient:
 		s.Insufficient++
+		out.Class = classInsufficient
 	case out.Code == "409" && problem.Type == problemFenced:
 		s.Fenced++
+		out.Class = classFenced
 	case out.Code == "503" && (problem.Type == problemBusy || problem.Type == ""):
 		s.Busy++
 		out.Err = nil // contention, not a failure
+		out.Class = classBusy
 	default:
 		s.Errors++
 		if out.Err == nil {

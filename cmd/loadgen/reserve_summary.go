@@ -117,8 +117,8 @@ func (s *ReserveSummary) Report() Report {
 			fmt.Sprint(k.ReservedAfter), fmt.Sprint(k.CreatedQuantity), fmt.Sprint(k.CreatedReservations), map[bool]string{true: "yes", false: "NO"}[ok]})
 	}
 	answers := Chart{File: "answers.png", Title: "Answers per second", XLabel: "seconds", YLabel: "answers / s"}
-	for _, code := range []string{"201", "200", "409", "503"} {
-		answers.Lines = append(answers.Lines, timelineLine(code, s.Timeline, func(p Point, dt float64) float64 { return float64(p.Codes[code]) / dt }))
+	for _, class := range []string{classCreated, classReplayed, classInsufficient, classFenced, classBusy} {
+		answers.Lines = append(answers.Lines, timelineLine(class, s.Timeline, func(p Point, dt float64) float64 { return float64(p.Codes[class]) / dt }))
 	}
 	latency := Chart{File: "latency.png", Title: "Reservation latency per second (from the scheduled start)", XLabel: "seconds", YLabel: "ms", LogY: true,
 		Lines: []Line{

@@ -152,6 +152,16 @@ func TestReserveScenario(t *testing.T) {
 	if got := sum.Server["reservations reserved"]; got != float64(sum.Created) {
 		t.Errorf("the API counted %v reserved, the run saw %d created", got, sum.Created)
 	}
+	// The per-second answers the chart draws add up to the totals.
+	classes := map[string]int64{}
+	for _, p := range sum.Timeline {
+		for c, n := range p.Codes {
+			classes[c] += n
+		}
+	}
+	if classes[classCreated] != sum.Created || classes[classReplayed] != sum.Replays || classes[classInsufficient] != sum.Insufficient {
+		t.Errorf("timeline classes %v vs created %d replays %d insufficient %d", classes, sum.Created, sum.Replays, sum.Insufficient)
+	}
 	checkReport(t, dir, "answers.png", "latency.png")
 }
 

@@ -62,6 +62,10 @@ type Outcome struct {
 	Code string
 	// Err is non-nil when the request counts as failed.
 	Err error
+	// Class optionally refines Code for reports ("fenced" or
+	// "insufficient" for a 409); the report's per-second counts use it
+	// when set. It is not a metric label.
+	Class string
 }
 
 // Result is one finished or dropped arrival, passed to Runner.OnResult.

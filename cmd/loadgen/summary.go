@@ -234,3 +234,55 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// replotCommand is the pseudo-scenario that re-renders a report.
+const replotCommand = "replot"
+
+// replot renders report.md and the charts of dir again from its
+// summary.json (written by any scenario but demo), e.g. after a change to
+// the report's layout. It sends no request.
+func replot(dir string, stdout io.Writer) error {
+	path := filepath.Join(dir, "summary.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var head struct {
+		Scenario string `json:"scenario"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	var rep Report
+	switch head.Scenario {
+	case stampedeScenario:
+		rep, err = reportOf[StampedeSummary](b)
+	case browseScenario:
+		rep, err = reportOf[BrowseSummary](b)
+	case reserveScenario:
+		rep, err = reportOf[ReserveSummary](b)
+	default:
+		return fmt.Errorf("%s: scenario %q has no report", path, head.Scenario)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	files, err := rep.Write(dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "report: %s\n", strings.Join(files, " "))
+	return nil
+}
+
+// reportOf decodes a summary of type S and returns its Report.
+func reportOf[S any, P interface {
+	*S
+	Report() Report
+}](b []byte) (Report, error) {
+	var s S
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Report{}, err
+	}
+	return P(&s).Report(), nil
+}

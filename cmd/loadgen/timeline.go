@@ -13,8 +13,9 @@ type Point struct {
 	// T is the interval's end in seconds since the timeline started.
 	T       float64 `json:"t_seconds"`
 	Segment string  `json:"segment,omitempty"`
-	// Client side: requests finished in the interval, by outcome code, and
-	// their latency from the scheduled start.
+	// Client side: requests finished in the interval, by outcome (the
+	// Outcome's Class, or its Code), and their latency from the scheduled
+	// start.
 	Requests int64            `json:"requests"`
 	Errors   int64            `json:"errors"`
 	Codes    map[string]int64 `json:"codes,omitempty"`
@@ -109,7 +110,11 @@ func (tl *timeline) Record(res Result) {
 	if res.Err != nil {
 		tl.errs++
 	}
-	tl.codes[orDash(res.Code)]++
+	class := res.Class
+	if class == "" {
+		class = orDash(res.Code)
+	}
+	tl.codes[class]++
 	tl.win.Record(res.Latency)
 	h := tl.bySegment[tl.segment]
 	if h == nil {
