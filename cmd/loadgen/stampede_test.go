@@ -84,8 +84,8 @@ func startTestAPI(t *testing.T, o testAPI) (string, *pgxpool.Pool) {
 
 // TestStampedeScenario runs a short stampede against the real API and checks,
 // from the summary.json it wrote, that plain TTL caching stampedes the
-// database while XFetch recomputes about once per key per TTL window and
-// keeps every request after warm-up faster than one recompute. Each phase
+// database while XFetch recomputes about once per key per TTL window and no
+// request after warm-up waits for a recompute. Each phase
 // lasts 3.5 TTLs: XFetch refreshes a key about every TTL - lead + delta
 // (~0.95s here), so a key sees 3 or 4 recomputes, 0.86 to 1.14 per window,
 // where a whole number of windows would let the phase-boundary alignment
@@ -147,11 +147,20 @@ func TestStampedeScenario(t *testing.T) {
 	if xf.EarlyRefreshes == 0 || xf.HitRatio < 0.99 {
 		t.Errorf("xfetch: early refreshes %v, hit ratio %.4f; want early refreshes and ~all hits", xf.EarlyRefreshes, xf.HitRatio)
 	}
-	// One recompute costs recomputeCost plus the query itself; a request
-	// that waited for one would take at least that.
-	if limit := float64(recomputeCost/time.Millisecond) + 10; xf.AfterWarmup.MaxMs >= limit {
-		t.Errorf("xfetch after warm-up: max latency %.2fms, want < %.0fms (no request waits for a recompute)", xf.AfterWarmup.MaxMs, limit)
+	// No request waits for a recompute. The server counts every read that
+	// did: a miss or an expired value recomputed in the reader's path; under
+	// xfetch there must be none. On the client side one recompute costs
+	// recomputeCost plus the query, so a request that waited would take at
+	// least that: the p99 after warm-up must stay below it. (The maximum is
+	// logged, not asserted: on 2 shared CPUs under -race a request can be
+	// descheduled for longer than a recompute without waiting for one.)
+	if waited := xf.RecomputesByReason["miss"] + xf.RecomputesByReason["expired"]; waited != 0 {
+		t.Errorf("xfetch: %v recomputes in a reader's path (miss/expired), want 0", waited)
 	}
+	if limit := float64(recomputeCost / time.Millisecond); xf.AfterWarmup.P99Ms >= limit {
+		t.Errorf("xfetch after warm-up: p99 %.2fms, want < %.0fms (one recompute)", xf.AfterWarmup.P99Ms, limit)
+	}
+	t.Logf("xfetch after warm-up: max %.2fms (one recompute: %v + the query)", xf.AfterWarmup.MaxMs, recomputeCost)
 	if !strings.Contains(stdout.String(), "summary.json") {
 		t.Errorf("stdout does not name the summary file:\n%s", stdout.String())
 	}
