@@ -69,13 +69,15 @@ func (lk *Lock) Token() int64 { return lk.token }
 // context given to Acquire ends. Do the protected work under it.
 func (lk *Lock) Context() context.Context { return lk.ctx }
 
-// lose ends the holder's context with cause, once.
+// lose ends the holder's context with cause, once. The loss is counted
+// before the context ends, so whoever sees the context end also sees
+// lockx_lost_total include it.
 func (lk *Lock) lose(cause error) {
 	if lk.ctx.Err() != nil || !lk.ended.CompareAndSwap(false, true) {
 		return
 	}
-	lk.cancel(cause)
 	lk.l.m.lost.Inc()
+	lk.cancel(cause)
 }
 
 // extend is one watchdog tick, run by the timer every TTL/3 on all nodes. A
