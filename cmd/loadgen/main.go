@@ -84,8 +84,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cfg.scenario == replotCommand {
 		return replot(cfg.stampede.reportDir, stdout)
 	}
-	scenario, ok := scenarios[cfg.scenario]
-	if !ok {
+	var scenario func(context.Context, *env) error
+	switch cfg.scenario {
+	case stampedeScenario:
+		scenario = runStampede
+	case browseScenario:
+		scenario = runBrowse
+	case reserveScenario:
+		scenario = runReserve
+	case demoScenario:
+		scenario = runDemo
+	default:
 		return errNoScenario
 	}
 	e, err := newEnv(cfg, stdout, stderr)
@@ -93,14 +102,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	return e.run(ctx, scenario)
-}
-
-// scenarios maps a scenario's name to the function that runs it.
-var scenarios = map[string]func(context.Context, *env) error{
-	stampedeScenario: runStampede,
-	browseScenario:   runBrowse,
-	reserveScenario:  runReserve,
-	demoScenario:     runDemo,
 }
 
 // parseConfig parses and validates the command line. Usage and flag errors
