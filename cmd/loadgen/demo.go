@@ -113,10 +113,7 @@ func repeat(ctx context.Context, rate float64, maxInFlight int, do func(context.
 // -phases strategy, until ctx ends.
 func (e *env) bursts(ctx context.Context) {
 	sc, dc := e.cfg.stampede, e.cfg.demo
-	paths := make([]string, sc.hotKeys)
-	for i := range paths {
-		paths[i] = fmt.Sprintf("/v1/categories/%d/stats", i+1)
-	}
+	read := hotKeyReads(e.targets, sc.hotKeys)
 	for i := 0; ; i++ {
 		select {
 		case <-ctx.Done():
@@ -124,17 +121,13 @@ func (e *env) bursts(ctx context.Context) {
 		case <-time.After(dc.burstEvery - dc.burstFor):
 		}
 		p := sc.phases[i%len(sc.phases)]
-		body := map[string]any{"strategy": p.strategy}
-		if p.beta != nil {
-			body["beta"] = *p.beta
-		}
-		if err := e.targets.AdminPut(ctx, "/admin/caches/"+stampedeCache, sc.adminToken, body); err != nil && ctx.Err() == nil {
+		if err := p.apply(ctx, e.targets, sc.adminToken); err != nil && ctx.Err() == nil {
 			fmt.Fprintln(e.stderr, "loadgen: burst: set strategy:", err)
 		}
 		e.stats.SetPhase("burst " + p.name)
 		r := &Runner{Rate: dc.burstRate, Duration: dc.burstFor, MaxInFlight: e.cfg.maxInFlight,
 			Do: func(ctx context.Context, req Request) Outcome {
-				return e.targets.Pick(req.Seq).Get(context.WithoutCancel(ctx), stampedeEndpoint, paths[req.Seq%int64(len(paths))], nil)
+				return read(context.WithoutCancel(ctx), req)
 			},
 			OnResult: func(res Result) { e.observe(stampedeScenario, res) },
 		}

@@ -168,7 +168,6 @@ type reservation struct {
 type reserveState struct {
 	mu        sync.Mutex
 	sum       *ReserveSummary
-	hist      *Histogram
 	createdQ  map[int64]int
 	createdN  map[int64]int
 	createdRs []reservation
@@ -288,7 +287,7 @@ func runReserve(ctx context.Context, e *env) (err error) {
 	}
 	sum.Timeline = tl.Points()
 	sum.Finished = time.Now().UTC()
-	sum.Latency = latencyOf(st.hist)
+	sum.Latency = tl.SegmentLatency("") // the run is the timeline's one segment
 	if el := rs.End.Sub(rs.Start); el > 0 {
 		sum.RPS = float64(sum.Requests) / el.Seconds()
 	}
@@ -342,7 +341,7 @@ func resetFaults(e *env) error {
 
 // newReserveState returns empty state for a run summarised into sum.
 func newReserveState(sum *ReserveSummary) *reserveState {
-	return &reserveState{sum: sum, hist: NewHistogram(), createdQ: map[int64]int{}, createdN: map[int64]int{}}
+	return &reserveState{sum: sum, createdQ: map[int64]int{}, createdN: map[int64]int{}}
 }
 
 // record counts a Runner result in the summary.
@@ -355,7 +354,6 @@ func (st *reserveState) record(res Result) {
 	}
 	st.sum.Requests++
 	st.sum.ByCode[res.Code]++
-	st.hist.Record(res.Latency)
 }
 
 // do sends one reservation (a replay of an earlier created one with

@@ -8,7 +8,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -191,15 +190,32 @@ func runStampede(ctx context.Context, e *env) error {
 	return nil
 }
 
-// runPhase switches the cache to p, drives the phase's load and returns its
-// figures and the number of scheduled arrivals.
-func runPhase(ctx context.Context, e *env, p phase) (PhaseSummary, int64, error) {
-	cfg, sc := e.cfg, e.cfg.stampede
+// apply switches the category_stats cache of every target to p.
+func (p phase) apply(ctx context.Context, ts Targets, token string) error {
 	body := map[string]any{"strategy": p.strategy}
 	if p.beta != nil {
 		body["beta"] = *p.beta
 	}
-	if err := e.targets.AdminPut(ctx, "/admin/caches/"+stampedeCache, sc.adminToken, body); err != nil {
+	return ts.AdminPut(ctx, "/admin/caches/"+stampedeCache, token, body)
+}
+
+// hotKeyReads returns a Runner.Do that reads the statistics of categories
+// 1..n in turn, spreading the requests over ts.
+func hotKeyReads(ts Targets, n int) func(context.Context, Request) Outcome {
+	paths := make([]string, n)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("/v1/categories/%d/stats", i+1)
+	}
+	return func(ctx context.Context, req Request) Outcome {
+		return ts.Pick(req.Seq).Get(ctx, stampedeEndpoint, paths[req.Seq%int64(n)], nil)
+	}
+}
+
+// runPhase switches the cache to p, drives the phase's load and returns its
+// figures and the number of scheduled arrivals.
+func runPhase(ctx context.Context, e *env, p phase) (PhaseSummary, int64, error) {
+	cfg, sc := e.cfg, e.cfg.stampede
+	if err := p.apply(ctx, e.targets, sc.adminToken); err != nil {
 		return PhaseSummary{}, 0, err
 	}
 	e.stats.SetPhase(p.name)
@@ -208,41 +224,22 @@ func runPhase(ctx context.Context, e *env, p phase) (PhaseSummary, int64, error)
 		return PhaseSummary{}, 0, err
 	}
 
-	all, warm := NewHistogram(), NewHistogram()
+	// The timeline keeps the phase's whole latency (its one segment); warm
+	// holds the requests scheduled after the warm-up.
+	warm := NewHistogram()
 	warmSeq := int64(math.Ceil(sc.warmup.Seconds() * cfg.rate))
-	var (
-		mu               sync.Mutex
-		reqs, errs, drop int64
-	)
 	tl := newTimeline(e.targets, map[string]string{"cache": stampedeCache}, time.Second)
 	tl.SetSegment(p.name)
-	paths := make([]string, sc.hotKeys)
-	for i := range paths {
-		paths[i] = fmt.Sprintf("/v1/categories/%d/stats", i+1)
-	}
 	r := &Runner{
 		Rate:        cfg.rate,
 		Duration:    sc.phaseDuration,
 		MaxRequests: cfg.maxRequests,
 		MaxInFlight: cfg.maxInFlight,
-		Do: func(ctx context.Context, req Request) Outcome {
-			return e.targets.Pick(req.Seq).Get(ctx, stampedeEndpoint, paths[req.Seq%int64(len(paths))], nil)
-		},
+		Do:          hotKeyReads(e.targets, sc.hotKeys),
 		OnResult: func(res Result) {
 			e.observe(stampedeScenario, res)
 			tl.Record(res)
-			mu.Lock()
-			defer mu.Unlock()
-			if res.Dropped {
-				drop++
-				return
-			}
-			reqs++
-			if res.Err != nil {
-				errs++
-			}
-			all.Record(res.Latency)
-			if res.Seq >= warmSeq {
+			if !res.Dropped && res.Seq >= warmSeq {
 				warm.Record(res.Latency)
 			}
 		},
@@ -265,10 +262,10 @@ func runPhase(ctx context.Context, e *env, p phase) (PhaseSummary, int64, error)
 		Start: rs.Start.UTC(), End: rs.End.UTC(),
 		// The schedule's length, not the tail of the last request.
 		Windows:  sc.phaseDuration.Seconds() / sc.cacheTTL.Seconds(),
-		Requests: reqs, Errors: errs, Dropped: drop,
+		Requests: rs.Completed, Errors: rs.Failed, Dropped: rs.Dropped,
 		RecomputesByReason: map[string]float64{},
 		GetsByResult:       map[string]float64{},
-		Latency:            latencyOf(all),
+		Latency:            tl.SegmentLatency(p.name),
 		AfterWarmup:        latencyOf(warm),
 		Timeline:           tl.Points(),
 	}
@@ -278,10 +275,10 @@ func runPhase(ctx context.Context, e *env, p phase) (PhaseSummary, int64, error)
 		}
 	}
 	if rs.Scheduled > 0 {
-		ps.ErrorRate = float64(errs+drop) / float64(rs.Scheduled)
+		ps.ErrorRate = float64(rs.Failed+rs.Dropped) / float64(rs.Scheduled)
 	}
 	if elapsed > 0 {
-		ps.RPS = float64(reqs) / elapsed.Seconds()
+		ps.RPS = float64(rs.Completed) / elapsed.Seconds()
 	}
 	cache := map[string]string{"cache": stampedeCache}
 	ps.Recomputes = delta("cachex_recomputes_total", cache)
