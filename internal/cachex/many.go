@@ -15,8 +15,9 @@ import (
 // command). It decides XFetch per key like Get; early refreshes run in the
 // background as one batch. Every key without a fresh value (missing or
 // expired) is computed by ONE call of load, deduplicated against recomputes
-// of the same keys in flight in this process, and written back in one
-// pipeline.
+// of the same keys in flight in this process (and read once more first, so
+// that a recompute that landed since the first read is not repeated), and
+// written back in one pipeline.
 //
 // load returns the values it found; a key it leaves out does not exist: it
 // is absent from the result (and cached as not found, with NegativeTTL). If
@@ -198,6 +199,12 @@ func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[strin
 		defer c.wg.Done()
 		lctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
 		defer cancel()
+		if store {
+			led = c.landWritten(lctx, led, fs)
+			if len(led) == 0 {
+				return
+			}
+		}
 		vals, delta, err := c.computeMany(lctx, led, stale, load)
 		if err == nil && store {
 			c.storeMany(lctx, led, vals, delta)
@@ -216,6 +223,30 @@ func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[strin
 		}
 	}()
 	return fs
+}
+
+// landWritten reads keys again and lands the flights of those that now hold
+// a fresh value, returning the rest. A caller's read can predate a recompute
+// that landed just before this call joined: without the second read the key
+// would be computed twice (the batch form of lockSrc's check).
+func (c *Cache[V]) landWritten(ctx context.Context, keys []string, fs map[string]*flight[V]) []string {
+	entries, values, down, err := c.readMany(ctx, keys)
+	if down || err != nil {
+		return keys
+	}
+	now, todo := c.opts.Now(), keys[:0:0]
+	for i, k := range keys {
+		e := &entries[i]
+		switch {
+		case !e.found || !now.Before(e.expiry):
+			todo = append(todo, k)
+		case e.negative:
+			c.loads.land(k, fs[k], values[i], resultHit, ErrNotFound)
+		default:
+			c.loads.land(k, fs[k], values[i], resultHit, nil)
+		}
+	}
+	return todo
 }
 
 // land completes a key's flight: its value, not found, or the batch's error.
