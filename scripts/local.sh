@@ -2,7 +2,8 @@
 # The whole stack from local binaries, without Docker: make run-local / make stop-local.
 # Reuses a running Postgres (127.0.0.1:5432, user postgres) and Redis (127.0.0.1:6379),
 # starts three private Redis servers for the Redlock quorum, migrates, seeds and
-# starts the API on :8080. Everything it starts is recorded in .run/ and stopped by "stop".
+# starts the API on :8080 and, when installed, Prometheus on :9090. Everything it starts
+# is recorded in .run/ and stopped by "stop".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=.run
@@ -31,6 +32,38 @@ start_redis() { # name port
 		--daemonize yes --pidfile "$PWD/$RUN/$name.pid" --logfile "$PWD/$RUN/$name.log"
 	for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 	say "redis $name: started on 127.0.0.1:$port"
+}
+
+# prometheus_config prints deploy/prometheus.yml for this stack: the compose
+# host names become the local addresses and the rule file its path in the
+# checkout. It fails when the file no longer has the shape it rewrites.
+prometheus_config() {
+	local src=deploy/prometheus.yml out
+	out=$(sed -e 's|\[api-1:8080, api-2:8080\]|[127.0.0.1:8080]|' \
+		-e 's|\[loadgen:9102\]|[127.0.0.1:9102]|' \
+		-e "s|/etc/prometheus/rules/alerts.yml|$PWD/deploy/rules/alerts.yml|" "$src")
+	for want in '[127.0.0.1:8080]' '[127.0.0.1:9102]' "$PWD/deploy/rules/alerts.yml"; do
+		grep -qF -- "$want" <<<"$out" || { echo "local.sh: $src no longer has the targets or rule_files it rewrites ($want)" >&2; return 1; }
+	done
+	printf '%s\n' "$out"
+}
+
+# start_prometheus runs Prometheus on 127.0.0.1:9090 when it is installed
+# (Debian: apt-get install prometheus), scraping the API and loadgen.
+start_prometheus() {
+	if ! command -v prometheus >/dev/null; then
+		say "prometheus is not installed: no metrics history (apt-get install prometheus, then make run-local again)"
+		return
+	fi
+	if curl -fsS http://127.0.0.1:9090/-/ready >/dev/null 2>&1; then
+		say "prometheus: reusing 127.0.0.1:9090"
+		return
+	fi
+	prometheus_config >"$RUN/prometheus.yml"
+	nohup prometheus --config.file="$RUN/prometheus.yml" --storage.tsdb.path="$RUN/prometheus-data" \
+		--web.listen-address=127.0.0.1:9090 >"$RUN/prometheus.log" 2>&1 &
+	echo $! >"$RUN/prometheus.pid"
+	say "prometheus: started on 127.0.0.1:9090 (config $RUN/prometheus.yml)"
 }
 
 start() {
@@ -64,12 +97,14 @@ start() {
 		sleep 0.1
 	done
 	curl -fsS "http://$HTTP_ADDR/readyz" >/dev/null || { say "the api did not become ready; see $RUN/api.log"; exit 1; }
+	start_prometheus
 	cat <<EOT
 run-local: up.
   API          http://$HTTP_ADDR   (try /v1/categories/1/stats, /openapi.yaml, /metrics)
   admin token  $ADMIN_TOKEN   (curl -H "Authorization: Bearer $ADMIN_TOKEN" http://$HTTP_ADDR/admin/caches)
   Postgres     $DATABASE_URL
   Redis        cache $REDIS_URL, lock $LOCK_REDIS_URLS
+  Prometheus   http://127.0.0.1:9090   (if installed; scrapes the API and loadgen -metrics-addr 127.0.0.1:9102)
   logs         $RUN/api.log
   stop         make stop-local
 EOT
@@ -78,5 +113,6 @@ EOT
 case "${1:-}" in
 start) start ;;
 stop) stop ;;
-*) echo "usage: $0 start|stop" >&2; exit 2 ;;
+prometheus-config) prometheus_config ;;
+*) echo "usage: $0 start|stop|prometheus-config" >&2; exit 2 ;;
 esac
