@@ -264,13 +264,17 @@ func lockxTake(l *Locker) handoffTake {
 func BenchmarkHandoff(b *testing.B) {
 	rdb := benchClients(b, testenv.Redis(b))[0]
 	polling, lockx := make([]handoffTake, handoffContenders), make([]handoffTake, handoffContenders)
+	handover := make([]handoffTake, handoffContenders)
 	for i := range handoffContenders {
 		polling[i] = pollingTake(rdb, "bench:poll:hot")
 		l, _ := newLocker(b, []redis.UniversalClient{rdb}, Options{Name: "bench", TTL: benchTTL, Wait: time.Minute})
 		lockx[i] = lockxTake(l)
+		h, _ := newLocker(b, []redis.UniversalClient{rdb}, Options{Name: "bench-handover", TTL: benchTTL, Wait: time.Minute, HandOver: true})
+		handover[i] = lockxTake(h)
 	}
 	b.Run("polling", func(b *testing.B) { runHandoff(b, rdb, polling) })
 	b.Run("lockx", func(b *testing.B) { runHandoff(b, rdb, lockx) })
+	b.Run("lockx-handover", func(b *testing.B) { runHandoff(b, rdb, handover) })
 }
 
 // pollingTake is a lock without wake-ups: SET NX PX, and on failure the same

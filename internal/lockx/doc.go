@@ -19,7 +19,9 @@
 // Acquire keys are set with SET NX PX (relative expiry; validity is tracked
 // on the monotonic clock); release and extension are compare-and-delete and
 // compare-and-pexpire Lua scripts run by SHA. Waiters retry with jittered
-// backoff, and wake at once when the holder releases (Pub/Sub). Errors tell
+// backoff, and wake at once when the holder releases (Pub/Sub); with
+// Options.HandOver (one server) they queue instead, and Release hands the
+// lock to the first of them, first come, first served. Errors tell
 // "not acquired in time" (ErrNotAcquired), "lost" (ErrLost) and transport
 // failures apart; a caller's cancelled context returns ctx.Err().
 //

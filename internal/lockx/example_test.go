@@ -82,3 +82,35 @@ func ExampleNew_redlock() {
 	_ = locker.Close()
 	// Output: true
 }
+
+func ExampleOptions_handOver() {
+	rdb := exampleRedis()
+	defer rdb.Close()
+	// A hot lock with many waiters: queue them, and hand the lock to the
+	// first one on release (one server only).
+	locker, err := lockx.New([]redis.UniversalClient{rdb}, lockx.Options{Name: "example_fair", TTL: 5 * time.Second, HandOver: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+	ctx := context.Background()
+
+	first, err := locker.Acquire(ctx, "hot")
+	if err != nil {
+		log.Fatal(err)
+	}
+	next := make(chan *lockx.Lock)
+	go func() {
+		lock, err := locker.Acquire(ctx, "hot") // queues behind first
+		if err != nil {
+			log.Fatal(err)
+		}
+		next <- lock
+	}()
+	time.Sleep(50 * time.Millisecond) // let it queue
+	_ = first.Release(ctx)            // hands the lock over
+	second := <-next
+	fmt.Println("handed over with a larger token:", second.Token() > first.Token())
+	_ = second.Release(ctx)
+	// Output: handed over with a larger token: true
+}

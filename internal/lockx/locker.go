@@ -38,6 +38,9 @@ func New(nodes []redis.UniversalClient, opts Options) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.HandOver && len(nodes) > 1 {
+		return nil, fmt.Errorf("lockx: %s: HandOver needs a single server (a quorum cannot agree on whom to hand a lock)", opts.Name)
+	}
 	bounded := make([]bool, len(nodes))
 	for i, n := range nodes {
 		if n == nil {
@@ -66,11 +69,14 @@ func New(nodes []redis.UniversalClient, opts Options) (*Locker, error) {
 // valid until released.
 func (l *Locker) Close() error { return l.waker.close() }
 
-// keys of a resource: the lock, its fence counter and its wake-up channel,
-// the first two in one hash slot.
+// keys of a resource: the lock, its fence counter, the HandOver queue and
+// deadlines, all in one hash slot, and its wake-up channel.
 func (l *Locker) lockKey(resource string) string { return "{" + l.opts.Prefix + resource + "}" }
 func fenceKey(lockKey string) string             { return lockKey + ":fence" }
 func channel(lockKey string) string              { return lockKey + ":released" }
+func queueKeys(lockKey string) []string {
+	return []string{lockKey, fenceKey(lockKey), lockKey + ":queue", lockKey + ":waiting"}
+}
 
 // Acquire takes the lock on resource, retrying with jittered backoff (and
 // waking early when the holder releases) until it holds it, the wait budget
@@ -86,26 +92,27 @@ func (l *Locker) Acquire(ctx context.Context, resource string) (*Lock, error) {
 	holder := newHolder()
 	deadline := start.Add(l.opts.Wait)
 	pause := l.opts.RetryMin
-	var wake <-chan struct{}
+	var wake <-chan int64
 	var lastErr error
+	var tried time.Time // when the last failed attempt was sent
 	for {
 		l.m.attempts.Inc()
-		lk, err := l.try(ctx, key, holder)
+		tried = time.Now()
+		lk, err := l.try(ctx, key, holder, time.Until(deadline))
 		if lk != nil {
-			l.m.acquired.Inc()
-			l.m.wait.Observe(time.Since(start).Seconds())
-			lk.start(ctx)
-			return lk, nil
+			return l.acquired(ctx, start, lk), nil
 		}
 		if err != nil {
 			lastErr = err
 		}
 		if ctx.Err() != nil {
+			l.leave(key, holder)
 			l.giveUp(start, l.m.failed)
 			return nil, ctx.Err()
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
+			l.leave(key, holder)
 			if lastErr != nil && errors.Is(lastErr, errNoQuorum) {
 				l.giveUp(start, l.m.failed)
 				return nil, fmt.Errorf("%w: %s: %w", ErrNotAcquired, resource, lastErr)
@@ -117,7 +124,7 @@ func (l *Locker) Acquire(ctx context.Context, resource string) (*Lock, error) {
 			// Listen for the holder's release, then try once more at once:
 			// it may have released before the subscription was in place.
 			var stop func()
-			wake, stop = l.waker.wait(channel(key))
+			wake, stop = l.waker.wait(channel(key), holder)
 			defer stop()
 			continue
 		}
@@ -126,11 +133,54 @@ func (l *Locker) Acquire(ctx context.Context, resource string) (*Lock, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-		case <-wake:
+		case token := <-wake:
 			t.Stop()
+			if token > 0 {
+				if lk := l.handedOver(ctx, key, holder, token, tried); lk != nil {
+					return l.acquired(ctx, start, lk), nil
+				}
+			}
 		case <-t.C:
 		}
 		pause = min(2*pause, l.opts.RetryMax)
+	}
+}
+
+// acquired counts a successful Acquire and starts the lock's timers.
+func (l *Locker) acquired(ctx context.Context, start time.Time, lk *Lock) *Lock {
+	l.m.acquired.Inc()
+	l.m.wait.Observe(time.Since(start).Seconds())
+	lk.start(ctx)
+	return lk
+}
+
+// handedOver returns the lock a release handed to holder (HandOver), or nil
+// if it cannot be proven held. The hand-over set the lock's TTL after the
+// waiter's last failed attempt was sent (tried), so validity counts from
+// then; when that leaves too little for the watchdog's first extension, the
+// lock is extended once before it is returned.
+func (l *Locker) handedOver(ctx context.Context, key, holder string, token int64, tried time.Time) *Lock {
+	valid := func(from time.Time) time.Time { return from.Add(l.opts.TTL - drift(l.opts.TTL)) }
+	lk := &Lock{l: l, key: key, holder: holder, token: token, validUntil: valid(tried)}
+	if time.Until(lk.validUntil)-l.opts.SafetyMargin > l.opts.TTL/3+l.opts.Timeout {
+		return lk
+	}
+	sent := time.Now()
+	ok, err := l.call(ctx, 0, func(ctx context.Context, n redis.UniversalClient) (int64, error) {
+		return l.scripts.extend.Run(ctx, n, []string{key}, holder, l.opts.TTL.Milliseconds()).Int64()
+	})
+	if err != nil || ok != 1 {
+		return nil // gone, or unknown: the caller's next attempt (or leave) settles it
+	}
+	lk.validUntil = valid(sent)
+	return lk
+}
+
+// leave takes a waiter that gives up off the HandOver queue, passing the
+// lock on if it was handed to it meanwhile.
+func (l *Locker) leave(key, holder string) {
+	if l.opts.HandOver {
+		l.releaseAll(key, holder)
 	}
 }
 
@@ -144,9 +194,13 @@ var errNoQuorum = errors.New("too few Redis servers answered for a quorum")
 
 // try makes one attempt on every node at once. It returns a held Lock, or
 // nil and the reason when it failed; it leaves nothing behind on failure.
-func (l *Locker) try(ctx context.Context, key, holder string) (*Lock, error) {
+// With HandOver, a failed attempt queues holder for left.
+func (l *Locker) try(ctx context.Context, key, holder string, left time.Duration) (*Lock, error) {
 	sent := time.Now()
 	tokens, errs := l.each(ctx, func(ctx context.Context, n redis.UniversalClient) (int64, error) {
+		if l.opts.HandOver {
+			return l.scripts.queuedAcquire.Run(ctx, n, queueKeys(key), holder, l.opts.TTL.Milliseconds(), max(left.Milliseconds(), 1)).Int64()
+		}
 		return l.scripts.acquire.Run(ctx, n, []string{key, fenceKey(key)}, holder, l.opts.TTL.Milliseconds()).Int64()
 	})
 	won, answered := 0, 0
@@ -207,14 +261,18 @@ func (l *Locker) fence(ctx context.Context, key string, tokens []int64, fence in
 }
 
 // releaseAll deletes the lock on every node that holds it for holder and
-// wakes the waiters. It is bounded by Timeout and ignores the caller's
-// cancellation: a lock must not be left behind because a request ended.
+// wakes the waiters (with HandOver: hands it to the first queued waiter).
+// It is bounded by Timeout and ignores the caller's cancellation: a lock
+// must not be left behind because a request ended.
 func (l *Locker) releaseAll(key, holder string) (released int, errs []error) {
 	results, errs := l.each(context.Background(), func(ctx context.Context, n redis.UniversalClient) (int64, error) {
+		if l.opts.HandOver {
+			return l.scripts.grant.Run(ctx, n, queueKeys(key), holder, channel(key), l.opts.TTL.Milliseconds()).Int64()
+		}
 		return l.scripts.release.Run(ctx, n, []string{key}, holder, channel(key)).Int64()
 	})
 	for _, r := range results {
-		released += int(r)
+		released += min(int(r), 1)
 	}
 	return released, errs
 }

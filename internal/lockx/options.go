@@ -33,6 +33,15 @@ type Options struct {
 	// NoWatchdog disables extension: the lock lives TTL and the holder's
 	// context ends SafetyMargin before that.
 	NoWatchdog bool
+	// HandOver queues waiters on the server and has Release hand the lock
+	// straight to the first of them that is still waiting (first come,
+	// first served): the waiter holds it when the release's message
+	// arrives, without an attempt of its own after the release. Its cost: a
+	// waiter that crashed while queued can be handed the lock, which then
+	// sits idle until TTL runs out (nothing is handed to a waiter after its
+	// Wait would have ended). One server only (New refuses it with
+	// several). Default off.
+	HandOver bool
 	// Prefix starts every key. Default "lockx:" + Name + ":".
 	Prefix string
 	// Registerer receives the lockx_* metrics; Lockers may share one. Nil

@@ -15,16 +15,22 @@ import (
 // counter under the lock for a few seconds; some holders pause longer than
 // the TTL (the watchdog must keep their lock). The count must be exact, and
 // the recorded holding intervals must not overlap, in token order.
+// It runs with and without HandOver.
 func TestMutualExclusionUnderStress(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for seconds")
 	}
+	t.Run("retry", func(t *testing.T) { stress(t, false) })
+	t.Run("handover", func(t *testing.T) { stress(t, true) })
+}
+
+func stress(t *testing.T, handOver bool) {
 	ctx := context.Background()
 	node := testenv.Redis(t)
 	const ttl = 300 * time.Millisecond
 	lockers := [2]*Locker{}
 	for i := range lockers {
-		lockers[i], _ = newLocker(t, clients(t, node), Options{Name: "stress", TTL: ttl, Timeout: 80 * time.Millisecond, Wait: time.Minute})
+		lockers[i], _ = newLocker(t, clients(t, node), Options{Name: "stress", TTL: ttl, Timeout: 80 * time.Millisecond, Wait: time.Minute, HandOver: handOver})
 	}
 	type interval struct {
 		token              int64
@@ -34,6 +40,7 @@ func TestMutualExclusionUnderStress(t *testing.T) {
 		counter int // deliberately not atomic: the lock is the only guard
 		mu      sync.Mutex
 		history []interval
+		turns   [16]int // acquisitions per goroutine
 		wg      sync.WaitGroup
 	)
 	deadline := time.Now().Add(3 * time.Second)
@@ -65,6 +72,7 @@ func TestMutualExclusionUnderStress(t *testing.T) {
 				}
 				mu.Lock()
 				history = append(history, interval{lk.Token(), acquired, released})
+				turns[g]++
 				mu.Unlock()
 			}
 		})
@@ -83,5 +91,11 @@ func TestMutualExclusionUnderStress(t *testing.T) {
 			t.Fatalf("token %d after %d in acquisition order", cur.token, prev.token)
 		}
 	}
-	t.Logf("%d exclusive increments by 16 goroutines on 2 lockers", len(history))
+	t.Logf("%d exclusive increments by 16 goroutines on 2 lockers; turns per goroutine %v", len(history), turns)
+	// First come, first served: with HandOver every goroutine gets its turn
+	// in each round of the queue; without it, whoever retries at the right
+	// moment wins, and nothing bounds how often a waiter loses.
+	if mean := len(history) / len(turns); handOver && slices.Min(turns[:]) < mean/2 {
+		t.Errorf("HandOver: turns per goroutine %v, want each at least half the mean %d", turns, mean)
+	}
 }

@@ -269,6 +269,7 @@ var goals = []goal{
 	{parent: "Redlock", variant: "3nodes", max: 2.5},
 	// The median hot-lock handoff, in round trips.
 	{parent: "Handoff", variant: "lockx", metric: "handoff-p50-rtt", max: 2},
+	{parent: "Handoff", variant: "lockx-handover", metric: "handoff-p50-rtt", max: 2},
 }
 
 // verdict says whether s in g meets its goal on the ratio to the baseline

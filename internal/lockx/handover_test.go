@@ -1,0 +1,307 @@
+package lockx
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-lab/stampede/internal/testenv"
+)
+
+// handOverLocker is a HandOver Locker on node with a 2s TTL.
+func handOverLocker(t *testing.T, node *testenv.RedisNode, wait time.Duration) *Locker {
+	l, _ := newLocker(t, clients(t, node), Options{Name: "ho", TTL: 2 * time.Second, Wait: wait, HandOver: true})
+	return l
+}
+
+// queued returns the holder tokens queued for resource, first first.
+func queued(t *testing.T, rdb *redis.Client, l *Locker, resource string) []string {
+	t.Helper()
+	q, err := rdb.ZRange(context.Background(), queueKeys(l.lockKey(resource))[2], 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// enqueue puts a waiter that is not listening (crashed, or about to give up)
+// on resource's queue, with its deadline in server milliseconds.
+func enqueue(t *testing.T, rdb *redis.Client, l *Locker, resource, holder string, arrival float64, deadline int64) {
+	t.Helper()
+	keys := queueKeys(l.lockKey(resource))
+	ctx := context.Background()
+	if err := rdb.ZAdd(ctx, keys[2], redis.Z{Score: arrival, Member: holder}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctx, keys[3], holder, deadline).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// farFuture is a queue deadline that never passes in a test.
+const farFuture = int64(1) << 50
+
+type acquired struct {
+	lk  *Lock
+	err error
+}
+
+func acquireAsync(ctx context.Context, l *Locker, resource string) <-chan acquired {
+	out := make(chan acquired, 1)
+	go func() {
+		lk, err := l.Acquire(ctx, resource)
+		out <- acquired{lk, err}
+	}()
+	return out
+}
+
+// get waits for an asynchronous Acquire and fails the test on an error.
+func get(t *testing.T, ch <-chan acquired) *Lock {
+	t.Helper()
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		return a.lk
+	case <-time.After(10 * time.Second):
+		t.Fatal("Acquire did not return")
+		return nil
+	}
+}
+
+// Waiters get the lock in the order they queued, straight from Release: the
+// release script sets the lock to the next waiter's token.
+func TestHandOverGoesToWaitersInArrivalOrder(t *testing.T) {
+	ctx := context.Background()
+	node := testenv.Redis(t)
+	holder := handOverLocker(t, node, time.Second)
+	b, c := handOverLocker(t, node, 10*time.Second), handOverLocker(t, node, 10*time.Second)
+	la, err := holder.Acquire(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chB := acquireAsync(ctx, b, "r")
+	waitFor(t, "b to queue", 5*time.Second, func() bool { return len(queued(t, node.Client(), b, "r")) == 1 })
+	chC := acquireAsync(ctx, c, "r")
+	waitFor(t, "c to queue", 5*time.Second, func() bool { return len(queued(t, node.Client(), b, "r")) == 2 })
+	if err := la.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The release itself gave the lock to b: it is set before b does anything.
+	after := node.Client().Get(ctx, holder.lockKey("r")).Val()
+	lb := get(t, chB)
+	if after != lb.holder {
+		t.Fatalf("right after the release the lock was %q, want b's token %q (handed over)", after, lb.holder)
+	}
+	if lb.Token() <= la.Token() {
+		t.Fatalf("b's token %d is not above %d", lb.Token(), la.Token())
+	}
+	select {
+	case a := <-chC:
+		t.Fatalf("c acquired (%v) while b holds the lock", a.err)
+	default:
+	}
+	if q := queued(t, node.Client(), b, "r"); len(q) != 1 {
+		t.Fatalf("queue after the first hand-over: %v, want only c", q)
+	}
+	if err := lb.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lc := get(t, chC)
+	if lc.Token() <= lb.Token() {
+		t.Fatalf("c's token %d is not above %d", lc.Token(), lb.Token())
+	}
+	if err := lc.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := node.Client().Exists(ctx, holder.lockKey("r")).Val(); n != 0 {
+		t.Fatalf("lock key still exists after the last release with nobody queued")
+	}
+}
+
+// A waiter that gives up (its Wait ends, or its context) leaves the queue;
+// the next release hands nothing to it and the lock is free.
+func TestHandOverForgetsAWaiterThatGaveUp(t *testing.T) {
+	ctx := context.Background()
+	node := testenv.Redis(t)
+	a := handOverLocker(t, node, time.Second)
+	la, err := a.Acquire(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := handOverLocker(t, node, 100*time.Millisecond)
+	if _, err := short.Acquire(ctx, "r"); !errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("Acquire while held: %v, want ErrNotAcquired", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	ch := acquireAsync(cctx, handOverLocker(t, node, time.Minute), "r")
+	waitFor(t, "the second waiter to queue", 5*time.Second, func() bool { return len(queued(t, node.Client(), a, "r")) == 1 })
+	cancel()
+	if r := <-ch; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("cancelled Acquire: %v, want context.Canceled", r.err)
+	}
+	if q := queued(t, node.Client(), a, "r"); len(q) != 0 {
+		t.Fatalf("queue after both waiters gave up: %v, want empty", q)
+	}
+	if err := la.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := node.Client().Exists(ctx, a.lockKey("r")).Val(); n != 0 {
+		t.Fatal("the lock was handed to a waiter that had given up")
+	}
+}
+
+// A queued waiter whose deadline has passed (it crashed, or its process
+// lost its connection) is skipped; one that is handed the lock as it gives
+// up passes it on when it leaves.
+func TestHandOverSkipsExpiredWaitersAndPassesOnWhenLeaving(t *testing.T) {
+	ctx := context.Background()
+	node := testenv.Redis(t)
+	rdb := node.Client()
+	a := handOverLocker(t, node, time.Second)
+	la, err := a.Acquire(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	enqueue(t, rdb, a, "r", "dead", 1, 1)            // first in line, deadline long past
+	enqueue(t, rdb, a, "r", "leaving", 2, farFuture) // next: will give up just after the hand-over
+	ch := acquireAsync(ctx, handOverLocker(t, node, time.Minute), "r")
+	waitFor(t, "the live waiter to queue", 5*time.Second, func() bool { return len(queued(t, rdb, a, "r")) == 3 })
+
+	if err := la.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rdb.Get(ctx, a.lockKey("r")).Val(); got != "leaving" {
+		t.Fatalf("lock after the release: %q, want it handed to %q (the dead waiter skipped)", got, "leaving")
+	}
+	if n := rdb.HExists(ctx, queueKeys(a.lockKey("r"))[3], "dead").Val(); n {
+		t.Fatal("the dead waiter's deadline is still stored")
+	}
+	a.leave(a.lockKey("r"), "leaving") // what its Acquire does when it gives up
+	lk := get(t, ch)
+	if lk.Token() <= la.Token() {
+		t.Fatalf("token %d is not above %d", lk.Token(), la.Token())
+	}
+	if got := rdb.Get(ctx, a.lockKey("r")).Val(); got != lk.holder {
+		t.Fatalf("lock %q, want the live waiter's %q", got, lk.holder)
+	}
+	_ = lk.Release(ctx)
+}
+
+// A waiter that missed the hand-over's message (its subscription was not in
+// place yet, or Pub/Sub failed) finds the lock set to its token on its next
+// attempt and holds it from then on, with a fresh TTL and the token the
+// hand-over issued.
+func TestHandOverWithoutTheMessage(t *testing.T) {
+	ctx := context.Background()
+	node := testenv.Redis(t)
+	rdb := node.Client()
+	a := handOverLocker(t, node, time.Second)
+	la, err := a.Acquire(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	enqueue(t, rdb, a, "r", "deaf", 1, farFuture)
+	if err := la.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	key := a.lockKey("r")
+	if err := rdb.PExpire(ctx, key, time.Second).Err(); err != nil { // time has passed since the hand-over
+		t.Fatal(err)
+	}
+	lk, err := a.try(ctx, key, "deaf", time.Second)
+	if err != nil || lk == nil {
+		t.Fatalf("attempt after a missed hand-over: %v, %v", lk, err)
+	}
+	if fence, _ := rdb.Get(ctx, fenceKey(key)).Int64(); lk.Token() != fence || lk.Token() <= la.Token() {
+		t.Fatalf("token %d, want the hand-over's %d (above %d)", lk.Token(), fence, la.Token())
+	}
+	if pttl := rdb.PTTL(ctx, key).Val(); pttl <= time.Second {
+		t.Fatalf("PTTL %v after the attempt, want the TTL renewed (2s)", pttl)
+	}
+	if q := queued(t, rdb, a, "r"); len(q) != 0 {
+		t.Fatalf("queue %v, want empty", q)
+	}
+}
+
+// A lock handed to a waiter that crashed after queueing sits idle until its
+// TTL runs out (the cost Options.HandOver documents), then the next waiter
+// takes it.
+func TestHandOverToACrashedWaiterCostsOneTTL(t *testing.T) {
+	ctx := context.Background()
+	node := testenv.Redis(t)
+	rdb := node.Client()
+	l, _ := newLocker(t, clients(t, node), Options{Name: "ho", TTL: 300 * time.Millisecond, Wait: 10 * time.Second, HandOver: true})
+	la, err := l.Acquire(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	enqueue(t, rdb, l, "r", "crashed", 1, farFuture)
+	ch := acquireAsync(ctx, l, "r")
+	waitFor(t, "the live waiter to queue", 5*time.Second, func() bool { return len(queued(t, rdb, l, "r")) == 2 })
+	if err := la.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rdb.Get(ctx, l.lockKey("r")).Val(); got != "crashed" {
+		t.Fatalf("lock after the release: %q, want it handed to the crashed waiter", got)
+	}
+	lk := get(t, ch) // after the crashed waiter's lock expired
+	if lk.Token() <= la.Token()+1 {
+		t.Fatalf("token %d, want above the crashed waiter's %d", lk.Token(), la.Token()+1)
+	}
+	_ = lk.Release(ctx)
+}
+
+func TestHandOverNeedsOneServer(t *testing.T) {
+	nodes := clients(t, testenv.Redis(t), testenv.Redis(t))
+	_, err := New(nodes, Options{Name: "ho", HandOver: true})
+	if err == nil || !strings.Contains(err.Error(), "single server") {
+		t.Fatalf("New with HandOver on 2 servers: %v, want an error", err)
+	}
+}
+
+// A waiter handed the lock long after its last attempt cannot count on the
+// TTL the hand-over set (it does not know when that was, only that it was
+// after the attempt): it extends the lock once before Acquire returns, so
+// the watchdog's first tick comes well within the proven validity.
+func TestHandOverExtendsWhenTheLastAttemptIsOld(t *testing.T) {
+	ctx := context.Background()
+	node := testenv.Redis(t)
+	const ttl = 600 * time.Millisecond
+	opts := Options{Name: "ho", TTL: ttl, Wait: 10 * time.Second, HandOver: true, RetryMin: 5 * time.Second, RetryMax: 5 * time.Second}
+	a, _ := newLocker(t, clients(t, node), opts)
+	b, _ := newLocker(t, clients(t, node), opts)
+	la, err := a.Acquire(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := acquireAsync(ctx, b, "r")
+	waitFor(t, "b to queue", 5*time.Second, func() bool { return len(queued(t, node.Client(), a, "r")) == 1 })
+	time.Sleep(ttl * 2 / 3) // b's last attempt is now older than the watchdog can cover
+	attempts := testutil.ToFloat64(b.m.attempts)
+	if err := la.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lb := get(t, ch)
+	returned := time.Now()
+	if n := testutil.ToFloat64(b.m.attempts) - attempts; n != 0 {
+		t.Fatalf("b made %v attempts after the release; with 5s pauses it should have been handed the lock", n)
+	}
+	lb.mu.Lock()
+	left := lb.validUntil.Sub(returned)
+	lb.mu.Unlock()
+	if left < ttl/2 {
+		t.Fatalf("proven validity %v after Acquire returned, want more than %v (extended on the hand-over)", left, ttl/2)
+	}
+	time.Sleep(ttl / 2)
+	if err := lb.Context().Err(); err != nil {
+		t.Fatalf("lock lost %v after a hand-over: %v", ttl/2, context.Cause(lb.Context()))
+	}
+	_ = lb.Release(ctx)
+}
