@@ -197,7 +197,7 @@ func lockxSide(b *testing.B, nodes []redis.UniversalClient) body {
 		if err != nil {
 			return err
 		}
-		return lk.Release(ctx)
+		return lk.Release()
 	}
 }
 

@@ -48,7 +48,7 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (r Reservatio
 		}
 		return r, false, fmt.Errorf("%w: %w", ErrLockBusy, err)
 	}
-	defer lk.Release(context.WithoutCancel(ctx))
+	defer lk.Release()
 
 	// The write runs under the lock's context: if the lock is lost, the
 	// transaction is cancelled. An injected pause simulates a process that
@@ -92,7 +92,7 @@ func (s *Service) Cancel(ctx context.Context, id int64) (Reservation, error) {
 		}
 		return Reservation{}, fmt.Errorf("%w: %w", ErrLockBusy, err)
 	}
-	defer lk.Release(context.WithoutCancel(ctx))
+	defer lk.Release()
 	r, err := s.store.CancelReservation(lk.Context(), id, lk.Token())
 	if errors.Is(err, pgfence.ErrStaleToken) {
 		err = fmt.Errorf("%w: %w", ErrFenced, err)

@@ -133,7 +133,7 @@ func lockxLock(l *Locker) lockBody {
 		if lk.Token() <= 0 {
 			return fmt.Errorf("lockx: token %d", lk.Token())
 		}
-		return lk.Release(ctx)
+		return lk.Release()
 	}
 }
 
@@ -240,7 +240,7 @@ func lockxTake(l *Locker) handoffTake {
 		if err != nil {
 			return nil, err
 		}
-		return func() error { return lk.Release(context.Background()) }, nil
+		return func() error { return lk.Release() }, nil
 	}
 }
 

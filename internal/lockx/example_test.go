@@ -41,7 +41,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err) // lockx.ErrNotAcquired when someone else held it all along
 	}
-	defer lock.Release(ctx)
+	defer lock.Release()
 
 	// Work under the lock's context: it ends if the lock is lost.
 	select {
@@ -108,9 +108,9 @@ func ExampleOptions_handOver() {
 		next <- lock
 	}()
 	time.Sleep(50 * time.Millisecond) // let it queue
-	_ = first.Release(ctx)            // hands the lock over
+	_ = first.Release()            // hands the lock over
 	second := <-next
 	fmt.Println("handed over with a larger token:", second.Token() > first.Token())
-	_ = second.Release(ctx)
+	_ = second.Release()
 	// Output: handed over with a larger token: true
 }

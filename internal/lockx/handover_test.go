@@ -90,7 +90,7 @@ func TestHandOverGoesToWaitersInArrivalOrder(t *testing.T) {
 	waitFor(t, "b to queue", 5*time.Second, func() bool { return len(queued(t, node.Client(), b, "r")) == 1 })
 	chC := acquireAsync(ctx, c, "r")
 	waitFor(t, "c to queue", 5*time.Second, func() bool { return len(queued(t, node.Client(), b, "r")) == 2 })
-	if err := la.Release(ctx); err != nil {
+	if err := la.Release(); err != nil {
 		t.Fatal(err)
 	}
 	// The release itself gave the lock to b: it is set before b does anything.
@@ -110,14 +110,14 @@ func TestHandOverGoesToWaitersInArrivalOrder(t *testing.T) {
 	if q := queued(t, node.Client(), b, "r"); len(q) != 1 {
 		t.Fatalf("queue after the first hand-over: %v, want only c", q)
 	}
-	if err := lb.Release(ctx); err != nil {
+	if err := lb.Release(); err != nil {
 		t.Fatal(err)
 	}
 	lc := get(t, chC)
 	if lc.Token() <= lb.Token() {
 		t.Fatalf("c's token %d is not above %d", lc.Token(), lb.Token())
 	}
-	if err := lc.Release(ctx); err != nil {
+	if err := lc.Release(); err != nil {
 		t.Fatal(err)
 	}
 	if n := node.Client().Exists(ctx, holder.lockKey("r")).Val(); n != 0 {
@@ -149,7 +149,7 @@ func TestHandOverForgetsAWaiterThatGaveUp(t *testing.T) {
 	if q := queued(t, node.Client(), a, "r"); len(q) != 0 {
 		t.Fatalf("queue after both waiters gave up: %v, want empty", q)
 	}
-	if err := la.Release(ctx); err != nil {
+	if err := la.Release(); err != nil {
 		t.Fatal(err)
 	}
 	if n := node.Client().Exists(ctx, a.lockKey("r")).Val(); n != 0 {
@@ -174,7 +174,7 @@ func TestHandOverSkipsExpiredWaitersAndPassesOnWhenLeaving(t *testing.T) {
 	ch := acquireAsync(ctx, handOverLocker(t, node, time.Minute), "r")
 	waitFor(t, "the live waiter to queue", 5*time.Second, func() bool { return len(queued(t, rdb, a, "r")) == 3 })
 
-	if err := la.Release(ctx); err != nil {
+	if err := la.Release(); err != nil {
 		t.Fatal(err)
 	}
 	if got := rdb.Get(ctx, a.lockKey("r")).Val(); got != "leaving" {
@@ -183,7 +183,7 @@ func TestHandOverSkipsExpiredWaitersAndPassesOnWhenLeaving(t *testing.T) {
 	if n := rdb.HExists(ctx, queueKeys(a.lockKey("r"))[3], "dead").Val(); n {
 		t.Fatal("the dead waiter's deadline is still stored")
 	}
-	a.leave(a.lockKey("r"), "leaving") // what its Acquire does when it gives up
+	_, _ = a.cleanUp(ctx, a.lockKey("r"), "leaving", 0) // what its Acquire does when it gives up
 	lk := get(t, ch)
 	if lk.Token() <= la.Token() {
 		t.Fatalf("token %d is not above %d", lk.Token(), la.Token())
@@ -191,7 +191,7 @@ func TestHandOverSkipsExpiredWaitersAndPassesOnWhenLeaving(t *testing.T) {
 	if got := rdb.Get(ctx, a.lockKey("r")).Val(); got != lk.holder {
 		t.Fatalf("lock %q, want the live waiter's %q", got, lk.holder)
 	}
-	_ = lk.Release(ctx)
+	_ = lk.Release()
 }
 
 // A waiter that missed the hand-over's message (its subscription was not in
@@ -208,14 +208,14 @@ func TestHandOverWithoutTheMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	enqueue(t, rdb, a, "r", "deaf", 1, farFuture)
-	if err := la.Release(ctx); err != nil {
+	if err := la.Release(); err != nil {
 		t.Fatal(err)
 	}
 	key := a.lockKey("r")
 	if err := rdb.PExpire(ctx, key, time.Second).Err(); err != nil { // time has passed since the hand-over
 		t.Fatal(err)
 	}
-	lk, err := a.try(ctx, key, "deaf", time.Second)
+	lk, err := (&acquisition{l: a, key: key, holder: "deaf", deadline: time.Now().Add(time.Second), busy: make([]chan struct{}, 1)}).attempt(ctx)
 	if err != nil || lk == nil {
 		t.Fatalf("attempt after a missed hand-over: %v, %v", lk, err)
 	}
@@ -245,7 +245,7 @@ func TestHandOverToACrashedWaiterCostsOneTTL(t *testing.T) {
 	enqueue(t, rdb, l, "r", "crashed", 1, farFuture)
 	ch := acquireAsync(ctx, l, "r")
 	waitFor(t, "the live waiter to queue", 5*time.Second, func() bool { return len(queued(t, rdb, l, "r")) == 2 })
-	if err := la.Release(ctx); err != nil {
+	if err := la.Release(); err != nil {
 		t.Fatal(err)
 	}
 	if got := rdb.Get(ctx, l.lockKey("r")).Val(); got != "crashed" {
@@ -255,7 +255,7 @@ func TestHandOverToACrashedWaiterCostsOneTTL(t *testing.T) {
 	if lk.Token() <= la.Token()+1 {
 		t.Fatalf("token %d, want above the crashed waiter's %d", lk.Token(), la.Token()+1)
 	}
-	_ = lk.Release(ctx)
+	_ = lk.Release()
 }
 
 func TestHandOverNeedsOneServer(t *testing.T) {
@@ -285,7 +285,7 @@ func TestHandOverExtendsWhenTheLastAttemptIsOld(t *testing.T) {
 	waitFor(t, "b to queue", 5*time.Second, func() bool { return len(queued(t, node.Client(), a, "r")) == 1 })
 	time.Sleep(ttl * 2 / 3) // b's last attempt is now older than the watchdog can cover
 	attempts := testutil.ToFloat64(b.m.attempts)
-	if err := la.Release(ctx); err != nil {
+	if err := la.Release(); err != nil {
 		t.Fatal(err)
 	}
 	lb := get(t, ch)
@@ -303,5 +303,71 @@ func TestHandOverExtendsWhenTheLastAttemptIsOld(t *testing.T) {
 	if err := lb.Context().Err(); err != nil {
 		t.Fatalf("lock lost %v after a hand-over: %v", ttl/2, context.Cause(lb.Context()))
 	}
-	_ = lb.Release(ctx)
+	_ = lb.Release()
+}
+
+// pendingWakeups counts the messages waiting in the registrations on the
+// resource's channel.
+func pendingWakeups(l *Locker, resource string) int {
+	l.waker.mu.Lock()
+	defer l.waker.mu.Unlock()
+	n := 0
+	for c := range l.waker.waiters[channel(l.lockKey(resource))] {
+		n += len(c)
+	}
+	return n
+}
+
+// A waiter handed the lock while its own attempt fails cleans that attempt
+// up, which passes the lock on; the hand-over's message, still buffered,
+// must not then make Acquire return a lock that nobody holds.
+func TestHandOverNeverReturnsALockNobodyHolds(t *testing.T) {
+	ctx := context.Background()
+	node := testenv.Redis(t)
+	rdb := node.Client()
+	holderLocker := handOverLocker(t, node, time.Second)
+	held, err := holderLocker.Acquire(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w *Locker
+	queuedAttempts := 0
+	client := hooked(t, node, func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if !runs(cmd, w.scripts.queuedAcquire) {
+			return next(ctx, cmd)
+		}
+		if queuedAttempts++; queuedAttempts != 2 {
+			return next(ctx, cmd)
+		}
+		// The second attempt: the waiter is queued and listening. The
+		// holder releases, the lock is handed to the waiter, and the
+		// message reaches it; then this attempt fails without reaching the
+		// server.
+		ch := channel(w.lockKey("r"))
+		waitFor(t, "the waiter's subscription", 5*time.Second, func() bool {
+			return rdb.PubSubNumSub(ctx, ch).Val()[ch] == 1
+		})
+		if err := held.Release(); err != nil {
+			t.Error(err)
+		}
+		waitFor(t, "the hand-over message to arrive", 5*time.Second, func() bool { return pendingWakeups(w, "r") == 1 })
+		return errors.New("injected: this EVALSHA failed")
+	})
+	w, _ = newLocker(t, []redis.UniversalClient{client}, Options{Name: "ho", TTL: 2 * time.Second, Wait: 5 * time.Second,
+		RetryMin: 200 * time.Millisecond, RetryMax: 200 * time.Millisecond, HandOver: true})
+	lk, err := w.Acquire(ctx, "r")
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	defer lk.Release()
+	if queuedAttempts < 2 {
+		t.Fatalf("%d queued attempts, the failure was never injected", queuedAttempts)
+	}
+	if got := rdb.Get(ctx, w.lockKey("r")).Val(); got != lk.holder {
+		t.Fatalf("Acquire returned a lock the server does not hold for it (key = %q, holder %q)", got, lk.holder)
+	}
+	other, _ := newLocker(t, clients(t, node), Options{Name: "ho", TTL: 2 * time.Second, Wait: 50 * time.Millisecond})
+	if _, err := other.Acquire(ctx, "r"); !errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("another client acquired while the waiter's lock was live: %v", err)
+	}
 }

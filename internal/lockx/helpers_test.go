@@ -1,6 +1,7 @@
 package lockx
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -54,4 +55,53 @@ func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// scriptHook lets a test step into one client's script calls (EVALSHA and
+// EVAL): f runs instead of the call and decides whether, when and how often
+// next sends it. Other commands pass through.
+type scriptHook func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error
+
+func (h scriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); n == "evalsha" || n == "eval" {
+			return h(ctx, cmd, next)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// runs reports whether cmd runs script s (by SHA or by source).
+func runs(cmd redis.Cmder, s *redis.Script) bool {
+	args := cmd.Args()
+	if len(args) < 2 {
+		return false
+	}
+	a, _ := args[1].(string)
+	return a == s.Hash() || (cmd.Name() == "eval" && redis.NewScript(a).Hash() == s.Hash())
+}
+
+// hooked returns a client of node whose script calls go through h.
+func hooked(t testing.TB, node *testenv.RedisNode, h scriptHook) *redis.Client {
+	t.Helper()
+	c := clients(t, node)[0].(*redis.Client)
+	c.AddHook(h)
+	return c
+}
+
+// within fails the test unless f returns within d, and returns what it
+// measured.
+func within(t testing.TB, what string, d time.Duration, f func()) time.Duration {
+	t.Helper()
+	start := time.Now()
+	f()
+	took := time.Since(start)
+	if took > d {
+		t.Fatalf("%s took %v, want at most %v", what, took, d)
+	}
+	return took
 }

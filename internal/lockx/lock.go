@@ -18,12 +18,14 @@ type Lock struct {
 	key    string
 	holder string
 	token  int64
+	nodes  []int // the servers it was acquired on: extensions count only these
 
 	acquired time.Time
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 
 	ended      atomic.Bool // the context has been ended by lose
+	observed   atomic.Bool // lockx_held_seconds has seen this lock
 	mu         sync.Mutex
 	validUntil time.Time   // proven validity (monotonic), minus drift
 	loss       *time.Timer // fires SafetyMargin before validUntil
@@ -77,7 +79,16 @@ func (lk *Lock) lose(cause error) {
 		return
 	}
 	lk.l.m.lost.Inc()
+	lk.observeHeld()
 	lk.cancel(cause)
+}
+
+// observeHeld records how long the lock was held, once: until it was lost
+// or, if it never was, released.
+func (lk *Lock) observeHeld() {
+	if lk.observed.CompareAndSwap(false, true) {
+		lk.l.m.held.Observe(time.Since(lk.acquired).Seconds())
+	}
 }
 
 // extend is one watchdog tick, run by the timer every TTL/3 on all nodes. A
@@ -92,19 +103,15 @@ func (lk *Lock) extend() {
 	}
 	every := lk.l.opts.TTL / 3
 	sent := time.Now()
-	results, errs := lk.l.each(lk.ctx, func(ctx context.Context, n redis.UniversalClient) (int64, error) {
-		return lk.l.scripts.extend.Run(ctx, n, []string{lk.key}, lk.holder, lk.l.opts.TTL.Milliseconds()).Int64()
+	n, quorum := len(lk.nodes), lk.l.quorum
+	got, rest := lk.l.round(lk.ctx, lk.nodes, sent.Add(lk.l.opts.Timeout), func(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+		return lk.l.scripts.extend.Run(ctx, rdb, []string{lk.key}, lk.holder, lk.l.opts.TTL.Milliseconds()).Int64()
+	}, func(got []reply, pending int) bool {
+		extended, gone := tallyExtensions(got)
+		return extended >= quorum || gone > n-quorum || extended+pending < quorum
 	})
-	extended, gone := 0, 0
-	for i, r := range results {
-		switch {
-		case errs[i] != nil:
-		case r == 1:
-			extended++
-		default:
-			gone++
-		}
-	}
+	rest.then(lk.l, nil)
+	extended, gone := tallyExtensions(got)
 	switch {
 	case extended >= lk.l.quorum:
 		lk.l.m.extOK.Inc()
@@ -115,22 +122,41 @@ func (lk *Lock) extend() {
 		}
 		lk.mu.Unlock()
 		lk.tick.Reset(every)
-	case gone > len(lk.l.nodes)-lk.l.quorum:
+	case gone > n-quorum:
 		lk.l.m.extLost.Inc()
-		lk.lose(fmt.Errorf("%w: an extension found it gone on %d of %d servers", ErrLost, gone, len(lk.l.nodes)))
+		lk.lose(fmt.Errorf("%w: an extension found it gone on %d of %d servers", ErrLost, gone, n))
 	case lk.ctx.Err() == nil:
 		lk.l.m.extError.Inc()
 		lk.tick.Reset(every / 2) // try again sooner; the loss timer is the deadline
 	}
 }
 
+// tallyExtensions counts the servers that extended the lock and those that
+// answered that it is gone.
+func tallyExtensions(got []reply) (extended, gone int) {
+	for _, r := range got {
+		switch {
+		case r.err != nil:
+		case r.val == 1:
+			extended++
+		default:
+			gone++
+		}
+	}
+	return extended, gone
+}
+
 // Release stops the watchdog and deletes the lock on every server that
-// still holds it for this holder, waking the waiters. It is bounded by the
-// Locker's Timeout and runs even if ctx has ended. It returns ErrLost if
-// the lock was lost before (work done under it may have overlapped with
-// another holder's), an error if no server could be reached, else nil. No
-// extension runs after Release returns.
-func (lk *Lock) Release(ctx context.Context) error {
+// still holds it for this holder, waking the waiters. It takes no context:
+// it always runs, bounded by the Locker's Timeout, so a finished request
+// never leaves its lock behind (context values of Acquire's ctx are kept).
+// It returns once a quorum of servers has answered; slower servers are
+// cleaned up in the background. It returns ErrLost if the lock was lost
+// before (work done under it may have overlapped with another holder's),
+// an error if fewer than a quorum of servers confirmed the release (the
+// lock then expires on the others after its TTL), else nil. No extension
+// runs after Release returns; a second call returns nil.
+func (lk *Lock) Release() error {
 	lk.mu.Lock()
 	if lk.released {
 		lk.mu.Unlock()
@@ -148,19 +174,24 @@ func (lk *Lock) Release(ctx context.Context) error {
 
 	lostErr := context.Cause(lk.ctx)
 	lk.cancel(ErrReleased)
-	lk.l.m.held.Observe(time.Since(lk.acquired).Seconds())
-	_, errs := lk.l.releaseAll(lk.key, lk.holder)
+	lk.observeHeld()
+	l := lk.l
+	got, rest := l.round(context.WithoutCancel(lk.ctx), l.all, time.Now().Add(l.opts.Timeout), l.releaseCall(lk.key, lk.holder),
+		func(got []reply, pending int) bool {
+			_, failed := count(got)
+			answered := len(got) - failed
+			return answered >= l.quorum || answered+pending < l.quorum
+		})
+	rest.then(l, nil)
 	if errors.Is(lostErr, ErrLost) {
 		return lostErr
 	}
-	reached := 0
-	for _, err := range errs {
-		if err == nil {
-			reached++
+	if _, failed := count(got); len(got)-failed < l.quorum {
+		errs := make([]error, 0, failed)
+		for _, r := range got {
+			errs = append(errs, r.err)
 		}
-	}
-	if reached == 0 {
-		return fmt.Errorf("lockx: release %s: %w", lk.key, errors.Join(errs...))
+		return fmt.Errorf("lockx: release %s: too few servers answered: %w", lk.key, errors.Join(errs...))
 	}
 	return nil
 }
@@ -174,7 +205,7 @@ func (l *Locker) Do(ctx context.Context, resource string, fn func(ctx context.Co
 		return err
 	}
 	fnErr := fn(lk.Context(), lk.Token())
-	relErr := lk.Release(ctx)
+	relErr := lk.Release()
 	if errors.Is(relErr, ErrLost) {
 		return errors.Join(fnErr, relErr)
 	}

@@ -35,7 +35,7 @@ func TestAcquireExcludesAndTokensIncrease(t *testing.T) {
 	if _, err := b.Acquire(ctx, "other"); err != nil {
 		t.Fatalf("another resource: %v", err)
 	}
-	if err := la.Release(ctx); err != nil {
+	if err := la.Release(); err != nil {
 		t.Fatal(err)
 	}
 	if !errors.Is(context.Cause(la.Context()), ErrReleased) {
@@ -48,7 +48,7 @@ func TestAcquireExcludesAndTokensIncrease(t *testing.T) {
 	if lb.Token() <= la.Token() {
 		t.Fatalf("next holder's token %d is not above %d", lb.Token(), la.Token())
 	}
-	_ = lb.Release(ctx)
+	_ = lb.Release()
 }
 
 func TestAcquireReturnsContextError(t *testing.T) {
@@ -58,7 +58,7 @@ func TestAcquireReturnsContextError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer held.Release(context.Background())
+	defer held.Release()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	if _, err := l.Acquire(ctx, "r"); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrNotAcquired) {
@@ -83,7 +83,7 @@ func TestReleaseLeavesAnotherHoldersLockAlone(t *testing.T) {
 	if err := rdb.Set(ctx, l.lockKey("r"), "someone-else", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	_ = lk.Release(ctx)
+	_ = lk.Release()
 	if v := rdb.Get(ctx, l.lockKey("r")).Val(); v != "someone-else" {
 		t.Fatalf("Release deleted another holder's lock (now %q)", v)
 	}
@@ -104,7 +104,7 @@ func TestWatchdogKeepsTheLockAlive(t *testing.T) {
 	if n := node.Client().Exists(ctx, l.lockKey("r")).Val(); n != 1 {
 		t.Fatal("the lock key expired although the watchdog extends it")
 	}
-	if err := lk.Release(ctx); err != nil {
+	if err := lk.Release(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -127,7 +127,7 @@ func TestExtensionThatFindsTheLockGoneLosesIt(t *testing.T) {
 	if testutil.ToFloat64(l.m.extLost) != 1 || testutil.ToFloat64(l.m.lost) != 1 {
 		t.Fatal("the loss was not counted")
 	}
-	if err := lk.Release(ctx); !errors.Is(err, ErrLost) {
+	if err := lk.Release(); !errors.Is(err, ErrLost) {
 		t.Fatalf("Release of a lost lock: %v, want ErrLost", err)
 	}
 }
@@ -161,7 +161,7 @@ func TestPausedServerLosesTheLockBeforeItExpires(t *testing.T) {
 	if _, err := other.Acquire(ctx, "r"); !errors.Is(err, ErrNotAcquired) {
 		t.Fatalf("another client acquired at the moment the holder was told: %v", err)
 	}
-	_ = lk.Release(ctx)
+	_ = lk.Release()
 }
 
 func TestNoGoroutineOutlivesRelease(t *testing.T) {
@@ -173,7 +173,7 @@ func TestNoGoroutineOutlivesRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = lk.Release(ctx)
+	_ = lk.Release()
 	before := runtime.NumGoroutine()
 	for range 10 {
 		lk, err := l.Acquire(ctx, "r")
@@ -181,7 +181,7 @@ func TestNoGoroutineOutlivesRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(110 * time.Millisecond) // a watchdog tick (every 100ms) happens
-		if err := lk.Release(ctx); err != nil {
+		if err := lk.Release(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -229,7 +229,7 @@ func TestWaiterIsWokenByRelease(t *testing.T) {
 		defer cancel()
 		lk, err := b.Acquire(wctx, "hot")
 		if err == nil {
-			err = lk.Release(ctx)
+			err = lk.Release()
 		}
 		got <- err
 	}()
@@ -237,7 +237,7 @@ func TestWaiterIsWokenByRelease(t *testing.T) {
 		n, _ := node.Client().PubSubNumSub(ctx, channel(a.lockKey("hot"))).Result()
 		return n[channel(a.lockKey("hot"))] == 1
 	})
-	if err := held.Release(ctx); err != nil {
+	if err := held.Release(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-got; err != nil {

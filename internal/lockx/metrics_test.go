@@ -25,7 +25,7 @@ func TestMetricsShowContention(t *testing.T) {
 	if _, err := b.Acquire(ctx, "1"); !errors.Is(err, ErrNotAcquired) {
 		t.Fatal(err)
 	}
-	_ = held.Release(ctx)
+	_ = held.Release()
 
 	if got := testutil.ToFloat64(a.m.acquired); got != 1 {
 		t.Errorf("acquired = %v, want 1", got)

@@ -79,11 +79,25 @@ func (o Options) withDefaults() (Options, error) {
 	if o.SafetyMargin+drift(o.TTL) >= o.TTL {
 		return o, fmt.Errorf("lockx: %s: SafetyMargin %v leaves no validity in TTL %v", o.Name, o.SafetyMargin, o.TTL)
 	}
+	// The watchdog's first extension is sent TTL/3 after the attempt and
+	// takes up to Timeout: it must be back before the holder is told the
+	// lock is lost.
+	if !o.NoWatchdog && o.TTL/3+o.Timeout+o.SafetyMargin+drift(o.TTL) >= o.TTL {
+		return o, fmt.Errorf("lockx: %s: SafetyMargin %v leaves no time for the first extension (TTL/3 %v + Timeout %v) in TTL %v",
+			o.Name, o.SafetyMargin, o.TTL/3, o.Timeout, o.TTL)
+	}
 	if o.Prefix == "" {
 		o.Prefix = "lockx:" + o.Name + ":"
 	}
 	return o, nil
 }
+
+// fenceExpiry is how long a resource's fence counter outlives its last
+// acquisition, in milliseconds: a day, or ten TTLs if longer. A counter
+// that expired restarts from the server's clock, above every token issued
+// before (docs/lockx.md), so expiry costs nothing but bounds the keys an
+// idle resource leaves behind.
+func fenceExpiry(ttl time.Duration) int64 { return max(24*time.Hour, 10*ttl).Milliseconds() }
 
 // drift is the clock drift Redlock allows for: 1% of the TTL plus 2ms for
 // the servers' expiry granularity.

@@ -2,31 +2,52 @@ package lockx
 
 import "github.com/redis/go-redis/v9"
 
-// acquireSrc takes the lock with SET NX PX (relative expiry only) and, when it
-// gets it, returns the resource's next fencing token. The counter starts from
-// the server's clock in microseconds, so a server that restarts without its
-// data still issues larger tokens than before (as long as fewer than a
-// million locks a second were taken and its clock does not go back).
+// nextToken is the Lua function every script that grants the lock issues
+// the fencing token with: the larger of the counter plus one and the
+// server's clock in microseconds. The clock makes tokens increase across a
+// restart that lost the counter or brought back an older one (an RDB
+// snapshot, AOF everysec, a lagging replica): every token issued before was
+// at most the clock reading of its moment, plus the few that a burst of
+// more than one acquisition a microsecond may have added. The counter keeps
+// tokens strictly increasing between clock ticks. It expires fenceExpiry
+// after the last acquisition, as a lost counter is harmless (docs/lockx.md).
+const nextToken = `
+local function next_token(fence, expiry)
+  local t = redis.call('TIME')
+  local token = math.max(tonumber(redis.call('GET', fence) or '0') + 1, t[1] * 1000000 + t[2])
+  redis.call('SET', fence, string.format('%d', token), 'PX', expiry) -- %d: Lua would print 1.7e+15
+  return token
+end
+`
+
+// acquireSrc takes the lock with SET NX PX (relative expiry only) and
+// returns the resource's next fencing token. A caller that finds the lock
+// already set to its own holder token (its earlier attempt ran but the
+// reply was lost, or the client retried the call) holds it: the TTL is
+// renewed and the token issued then is returned.
 //
 //	KEYS[1] lock key, KEYS[2] fence counter key (same hash slot)
-//	ARGV[1] holder token, ARGV[2] TTL in milliseconds
-//	returns the fencing token, or 0 when the lock is held
-const acquireSrc = `
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end
-if redis.call('EXISTS', KEYS[2]) == 0 then
-  local t = redis.call('TIME')
-  redis.call('SET', KEYS[2], t[1] * 1000000 + t[2])
+//	ARGV[1] holder token, ARGV[2] TTL in milliseconds, ARGV[3] fence
+//	counter expiry in milliseconds
+//	returns the fencing token, or 0 when another holds the lock
+const acquireSrc = nextToken + `
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  local issued = tonumber(redis.call('GET', KEYS[2]) or '0')
+  if issued > 0 then return issued end
 end
-return redis.call('INCR', KEYS[2])`
+return next_token(KEYS[2], ARGV[3])`
 
 // raiseSrc lifts the fence counter to at least ARGV[1] (after a Redlock
 // quorum, to the largest token any node issued) and returns its value.
 //
-//	KEYS[1] fence counter key, ARGV[1] token
+//	KEYS[1] fence counter key, ARGV[1] token, ARGV[2] fence counter expiry
+//	in milliseconds
 const raiseSrc = `
 local c = tonumber(redis.call('GET', KEYS[1]) or '0')
 local t = tonumber(ARGV[1])
-if c < t then redis.call('SET', KEYS[1], ARGV[1]); return t end
+if c < t then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]); return t end
 return c`
 
 // extendSrc resets the lock's expiry if the caller still holds it.
@@ -58,25 +79,27 @@ return 1`
 //	holder by arrival), KEYS[4] deadlines (hash: holder -> server ms), all
 //	in one hash slot
 //	ARGV[1] holder token, ARGV[2] TTL in milliseconds, ARGV[3] how long the
-//	caller will wait, in milliseconds
+//	caller will wait, in milliseconds, ARGV[4] fence counter expiry in
+//	milliseconds
 //	returns the fencing token, or 0 when the lock is held
-const queuedAcquireSrc = `
+const queuedAcquireSrc = nextToken + `
 local held = redis.call('GET', KEYS[1])
 if held == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('ZREM', KEYS[3], ARGV[1])
   redis.call('HDEL', KEYS[4], ARGV[1])
-  return tonumber(redis.call('GET', KEYS[2]))
+  local issued = tonumber(redis.call('GET', KEYS[2]) or '0')
+  if issued > 0 then return issued end
+  return next_token(KEYS[2], ARGV[4])
 end
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
 if not held then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   redis.call('ZREM', KEYS[3], ARGV[1])
   redis.call('HDEL', KEYS[4], ARGV[1])
-  if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('SET', KEYS[2], t[1] * 1000000 + t[2]) end
-  return redis.call('INCR', KEYS[2])
+  return next_token(KEYS[2], ARGV[4])
 end
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local wait = tonumber(ARGV[3])
 redis.call('ZADD', KEYS[3], 'NX', now, ARGV[1])
 redis.call('HSET', KEYS[4], ARGV[1], now + wait)
@@ -90,15 +113,19 @@ return 0`
 // deadline has not passed gets it at once: the lock is set to its token
 // with a fresh TTL and a new fencing token, and the message on the wake-up
 // channel names it ("holder:token"). With no such waiter the lock is
-// deleted and the message is empty, as with releaseSrc.
+// deleted and the message is empty, as with releaseSrc. A caller that held
+// the lock learns the fence counter as it was: every hand-over message it
+// may still receive from before carries a token no larger.
 //
 //	KEYS as queuedAcquireSrc; ARGV[1] holder token, ARGV[2] wake-up channel,
-//	ARGV[3] TTL in milliseconds
-//	returns 2 handed over, 1 released, 0 not held
-const grantSrc = `
+//	ARGV[3] TTL in milliseconds, ARGV[4] fence counter expiry in milliseconds
+//	returns 0 when the caller did not hold the lock, else the fence counter
+//	before the hand-over
+const grantSrc = nextToken + `
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[4], ARGV[1])
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local held = math.max(tonumber(redis.call('GET', KEYS[2]) or '0'), 1)
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 while true do
@@ -108,14 +135,14 @@ while true do
   redis.call('HDEL', KEYS[4], head[1])
   if deadline > now then
     redis.call('SET', KEYS[1], head[1], 'PX', ARGV[3])
-    local token = redis.call('INCR', KEYS[2])
-    redis.call('PUBLISH', ARGV[2], string.format('%s:%d', head[1], token)) -- not ..: Lua would print 1.7e+15
-    return 2
+    local token = next_token(KEYS[2], ARGV[4])
+    redis.call('PUBLISH', ARGV[2], string.format('%s:%d', head[1], token))
+    return held
   end
 end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[2], '')
-return 1`
+return held`
 
 // scripts run by SHA (EVALSHA, with EVAL when a server does not have them).
 type scripts struct {

@@ -67,7 +67,7 @@ func stress(t *testing.T, handOver bool) {
 				if lk.Context().Err() != nil {
 					t.Errorf("lock lost during a pause: %v", context.Cause(lk.Context()))
 				}
-				if err := lk.Release(ctx); err != nil {
+				if err := lk.Release(); err != nil {
 					t.Error(err)
 				}
 				mu.Lock()

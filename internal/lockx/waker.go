@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -12,63 +13,165 @@ import (
 // waker delivers release messages to waiting Acquire calls, so a waiter
 // retries as soon as the holder releases instead of sleeping out its backoff.
 // One Pub/Sub connection per Locker, subscribed only to the channels that
-// have waiters. If the subscription fails, waiters fall back to polling.
+// have waiters.
+//
+// Waiters only change a map: one goroutine of the waker's own does all the
+// network I/O (subscribing, unsubscribing, repairing after a failure), each
+// call bounded by Timeout. A paused or dead server therefore delays
+// wake-ups, never a waiter: without them, waiters fall back to polling.
 //
 // A message is empty after a plain release, or "holder:token" when the lock
 // was handed over to a queued waiter (Options.HandOver).
 type waker struct {
-	rdb redis.UniversalClient
+	rdb     redis.UniversalClient
+	timeout time.Duration
 
 	mu      sync.Mutex
-	ps      *redis.PubSub
 	waiters map[string]map[chan int64]string // channel -> waiter -> its holder token
+	started bool
 	closed  bool
+
+	kick chan struct{} // the set of channels changed (buffered: one pending kick)
+	done chan struct{} // closed by close
 }
 
-func newWaker(rdb redis.UniversalClient) *waker {
-	return &waker{rdb: rdb, waiters: map[string]map[chan int64]string{}}
+func newWaker(rdb redis.UniversalClient, timeout time.Duration) *waker {
+	return &waker{
+		rdb:     rdb,
+		timeout: timeout,
+		waiters: map[string]map[chan int64]string{},
+		kick:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
 }
 
-// wait registers holder for messages on ch. The returned channel receives
+// A registration is one waiter's place on a channel. Its c receives
 // (without blocking the sender; one pending value at most) 0 after a plain
-// release and the fencing token when the lock was handed to holder, until
-// stop is called. A hand-over replaces a pending 0.
-func (w *waker) wait(ch, holder string) (<-chan int64, func()) {
-	c := make(chan int64, 1)
+// release and the fencing token when the lock was handed to the waiter's
+// holder token. A hand-over replaces a pending 0.
+type registration struct {
+	w  *waker
+	ch string
+	c  chan int64
+}
+
+// wait registers holder for messages on ch, until stop.
+func (w *waker) wait(ch, holder string) *registration {
+	r := &registration{w: w, ch: ch, c: make(chan int64, 1)}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return c, func() {}
+		return r
 	}
 	set := w.waiters[ch]
 	if set == nil {
 		set = map[chan int64]string{}
 		w.waiters[ch] = set
-		w.subscribe(ch)
+		w.changed()
 	}
-	set[c] = holder
-	return c, func() {
+	set[r.c] = holder
+	if !w.started {
+		w.started = true
+		go w.run()
+	}
+	return r
+}
+
+// rehome moves the registration to a new holder token: from now on only
+// hand-overs to that token reach it, and a pending message is dropped. A
+// nil registration does nothing.
+func (r *registration) rehome(holder string) {
+	if r == nil {
+		return
+	}
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	if set := r.w.waiters[r.ch]; set != nil {
+		if _, ok := set[r.c]; ok {
+			set[r.c] = holder
+		}
+	}
+	select {
+	case <-r.c:
+	default:
+	}
+}
+
+// stop ends the registration.
+func (r *registration) stop() {
+	w := r.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	set := w.waiters[r.ch]
+	delete(set, r.c)
+	if len(set) == 0 && set != nil {
+		delete(w.waiters, r.ch)
+		w.changed()
+	}
+}
+
+// changed tells the subscriber goroutine to bring the subscription up to
+// date. Called with w.mu held; never blocks.
+func (w *waker) changed() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run keeps the subscription equal to the channels that have waiters: it
+// subscribes and unsubscribes as they come and go, and tries again a moment
+// later when a call fails.
+func (w *waker) run() {
+	ps := w.rdb.Subscribe(context.Background())
+	defer ps.Close()
+	go w.deliver(ps.Channel())
+	subscribed := map[string]bool{}
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-w.kick:
+		case <-retry.C:
+		}
+		var add, drop []string
 		w.mu.Lock()
-		defer w.mu.Unlock()
-		delete(set, c)
-		if len(set) == 0 && w.waiters[ch] != nil {
-			delete(w.waiters, ch)
-			if w.ps != nil && !w.closed {
-				_ = w.ps.Unsubscribe(context.Background(), ch)
+		for ch := range w.waiters {
+			if !subscribed[ch] {
+				add = append(add, ch)
 			}
+		}
+		for ch := range subscribed {
+			if w.waiters[ch] == nil {
+				drop = append(drop, ch)
+			}
+		}
+		w.mu.Unlock()
+		ok := w.apply(ps.Subscribe, add) && w.apply(ps.Unsubscribe, drop)
+		for _, ch := range add {
+			subscribed[ch] = ok
+		}
+		if ok {
+			for _, ch := range drop {
+				delete(subscribed, ch)
+			}
+		} else {
+			retry.Reset(max(w.timeout, 50*time.Millisecond))
 		}
 	}
 }
 
-// subscribe adds ch to the subscription, starting it on first use. Called
-// with w.mu held.
-func (w *waker) subscribe(ch string) {
-	if w.ps == nil {
-		w.ps = w.rdb.Subscribe(context.Background(), ch)
-		go w.deliver(w.ps.Channel())
-		return
+// apply runs a subscription change, bounded by Timeout.
+func (w *waker) apply(f func(context.Context, ...string) error, chans []string) bool {
+	if len(chans) == 0 {
+		return true
 	}
-	_ = w.ps.Subscribe(context.Background(), ch)
+	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
+	defer cancel()
+	return f(ctx, chans...) == nil
 }
 
 // deliver passes a hand-over to the waiter it names, and wakes one waiter of
@@ -114,12 +217,15 @@ func handedTo(payload string) (holder string, token int64, ok bool) {
 	return holder, token, err == nil && token > 0
 }
 
+// close tells the subscriber goroutine to close the subscription and end.
+// It does not wait for it: with a paused server, go-redis may hold the
+// subscription's connection for its dial and read timeouts.
 func (w *waker) close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.closed = true
-	if w.ps == nil {
-		return nil
+	if !w.closed {
+		w.closed = true
+		close(w.done)
 	}
-	return w.ps.Close()
+	return nil
 }

@@ -262,6 +262,13 @@ func (c *redisContainer) resume(ctx context.Context) error {
 }
 
 // close removes the container whatever its state, ignoring errors.
+// forget: a container never saves (Snapshot refuses it), so there is
+// nothing to delete.
+func (c *redisContainer) forget() error { return nil }
+
+// snapshots: not supported in containers.
+func (c *redisContainer) snapshots() bool { return false }
+
 func (c *redisContainer) close() {
 	terminate(c.ctr)
 	_ = c.cli.Close()

@@ -186,6 +186,18 @@ func (p *redisProcess) setPaused(paused bool) error {
 	return fmt.Errorf("process %d did not reach paused=%v", p.cmd.Process.Pid, paused)
 }
 
+// forget deletes the snapshot, if any, so that the next start is empty.
+func (p *redisProcess) forget() error {
+	err := os.Remove(filepath.Join(p.dir, "dump.rdb"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// snapshots: the process keeps its directory, and loads dump.rdb at start.
+func (p *redisProcess) snapshots() bool { return true }
+
 func (p *redisProcess) close() {
 	_ = p.kill(context.Background())
 }

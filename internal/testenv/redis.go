@@ -28,6 +28,11 @@ type nodeControl interface {
 	kill(ctx context.Context) error  // SIGKILL: a crash
 	pause(ctx context.Context) error // SIGSTOP: alive but silent
 	resume(ctx context.Context) error
+	// forget deletes what the server saved on disk (SAVE), so that the next
+	// start is empty; it fails where saving is not supported.
+	forget() error
+	// snapshots reports whether SAVE's file survives a restart.
+	snapshots() bool
 	close() // release everything, whatever the state
 }
 
@@ -145,6 +150,43 @@ func (n *RedisNode) Resume() {
 // the new server answers.
 func (n *RedisNode) Restart() {
 	n.do("restart", func(c nodeControl, ctx context.Context) error {
+		if err := c.kill(ctx); err != nil {
+			return err
+		}
+		if err := c.forget(); err != nil {
+			return err
+		}
+		return c.start(ctx)
+	})
+}
+
+// Snapshot saves the server's data to disk (SAVE), as Redis's default RDB
+// persistence does every so often. Only a local redis-server process
+// supports it.
+func (n *RedisNode) Snapshot() {
+	n.tb.Helper()
+	if n.ctl == nil || !n.ctl.snapshots() {
+		n.tb.Fatalf("testenv: Snapshot needs a private redis-server process (install redis-server)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := redis.NewClient(n.Options())
+	defer c.Close()
+	if err := c.Save(ctx).Err(); err != nil {
+		n.tb.Fatalf("testenv: SAVE on Redis %s: %v", n.addr, err)
+	}
+}
+
+// RestartFromSnapshot ends the server (SIGKILL) and starts it again on the
+// same address with the data of its last Snapshot: a crash of a server with
+// RDB persistence, which loses every write since that snapshot. It returns
+// when the new server answers.
+func (n *RedisNode) RestartFromSnapshot() {
+	n.tb.Helper()
+	if n.ctl == nil || !n.ctl.snapshots() {
+		n.tb.Fatalf("testenv: RestartFromSnapshot needs a private redis-server process (install redis-server)")
+	}
+	n.do("restart from snapshot", func(c nodeControl, ctx context.Context) error {
 		if err := c.kill(ctx); err != nil {
 			return err
 		}

@@ -92,7 +92,7 @@ func TestKleppmannScenario(t *testing.T) {
 	if err := reserve(ctx, db, lockB.Token(), 1); err != nil {
 		t.Fatalf("B's second write: %v", err)
 	}
-	_ = lockB.Release(ctx)
+	_ = lockB.Release()
 }
 
 func TestClaimMissingRow(t *testing.T) {
@@ -144,5 +144,70 @@ func TestStaleWriterWaitsForTheNewerTransaction(t *testing.T) {
 	}
 	if err := <-done; !errors.Is(err, pgfence.ErrStaleToken) {
 		t.Fatalf("stale writer: %v, want ErrStaleToken", err)
+	}
+}
+
+// An equal token is accepted only because no two holders ever carry the
+// same one: here the lock's server crashes while A holds the lock and comes
+// back from a snapshot taken before A acquired it (so it has forgotten A's
+// token), B acquires, writes, and A, unaware, writes too. B's token must
+// differ from A's (and be larger), so A's write is refused.
+func TestTwoHoldersNeverCarryTheSameToken(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	seedProduct(t, db)
+	node := testenv.RedisNodes(t, 1)[0]
+	opt := node.Options()
+	opt.ContextTimeoutEnabled, opt.MaxRetries = true, -1
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { _ = rdb.Close() })
+	l, err := lockx.New([]redis.UniversalClient{rdb}, lockx.Options{Name: "inventory", TTL: time.Second, NoWatchdog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+
+	seen := map[int64]int{} // token -> holder
+	for holder := range 20 {
+		if holder%5 == 0 {
+			node.Snapshot() // the next holders' tokens are lost with the crash below
+		}
+		lockA, err := l.Acquire(ctx, "1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, ok := seen[lockA.Token()]; ok {
+			t.Fatalf("holders %d and %d carry the same token %d", h, holder, lockA.Token())
+		}
+		seen[lockA.Token()] = holder
+		if holder%5 != 4 {
+			_ = lockA.Release()
+			continue
+		}
+		// A holds and pauses; the server crashes and comes back from the
+		// snapshot, without A's lock or its token.
+		node.RestartFromSnapshot()
+		lockB, err := l.Acquire(ctx, "1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lockB.Token() <= lockA.Token() {
+			t.Fatalf("after the restart B got token %d, not above A's %d", lockB.Token(), lockA.Token())
+		}
+		seen[lockB.Token()] = holder
+		if err := reserve(ctx, db, lockB.Token(), 1); err != nil {
+			t.Fatalf("B's write: %v", err)
+		}
+		if err := reserve(ctx, db, lockA.Token(), 1); !errors.Is(err, pgfence.ErrStaleToken) {
+			t.Fatalf("A's write after B's: %v, want ErrStaleToken", err)
+		}
+		_ = lockB.Release()
+	}
+	var reserved int
+	if err := db.QueryRow(ctx, "SELECT reserved FROM inventory WHERE product_id = 1").Scan(&reserved); err != nil {
+		t.Fatal(err)
+	}
+	if reserved != 4 { // one write per round, B's only
+		t.Fatalf("reserved %d, want 4 (B's writes only)", reserved)
 	}
 }

@@ -1,0 +1,377 @@
+package lockx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Acquire takes the lock on resource, retrying with jittered backoff (and
+// waking early when the holder releases) until it holds it, the wait budget
+// (Options.Wait) is spent, or ctx ends. It returns ErrNotAcquired when
+// another held the lock, ErrUnavailable when the last attempt reached too
+// few servers, and ctx.Err() when ctx ended. It returns at most Timeout
+// after Wait has passed.
+//
+// The returned Lock is held: a quorum of servers confirmed that it is set
+// to this caller. It carries a fencing token that is larger than that of
+// any earlier holder of the resource, and a context that ends as soon as
+// the lock is lost or can no longer be proven held (cause ErrLost). Its
+// context is a child of ctx. Release it when done.
+func (l *Locker) Acquire(ctx context.Context, resource string) (*Lock, error) {
+	return l.acquire(ctx, resource, false)
+}
+
+// TryAcquire makes one attempt to take the lock on resource and returns at
+// once: the Lock, ErrNotAcquired if another holds it, ErrUnavailable if too
+// few servers answered, or ctx.Err(). It takes at most Timeout.
+func (l *Locker) TryAcquire(ctx context.Context, resource string) (*Lock, error) {
+	return l.acquire(ctx, resource, true)
+}
+
+// An acquisition is one Acquire call: one holder token for all its
+// attempts, so that an attempt whose reply was lost, or that ran late on a
+// slow server, is recognised by the next one as its own.
+type acquisition struct {
+	l        *Locker
+	key      string
+	holder   string
+	deadline time.Time // Wait ends
+	tried    time.Time // the last attempt was sent
+
+	// busy[i] is open while a reply or a clean-up of an earlier attempt is
+	// outstanding on server i: no attempt goes there meanwhile, so a
+	// clean-up can never delete what a later attempt won.
+	busy []chan struct{}
+	// handedBelow: hand-over messages with a token up to this one predate
+	// this holder's own release of the lock (HandOver), and are ignored.
+	handedBelow int64
+}
+
+func (l *Locker) acquire(ctx context.Context, resource string, once bool) (*Lock, error) {
+	start := time.Now()
+	a := &acquisition{
+		l:        l,
+		key:      l.lockKey(resource),
+		holder:   newHolder(),
+		deadline: start.Add(l.opts.Wait),
+		busy:     make([]chan struct{}, len(l.nodes)),
+	}
+	if once {
+		a.deadline = start
+	}
+	pause := l.opts.RetryMin
+	var wake *registration
+	var err error
+	for a.ready(ctx) {
+		l.m.attempts.Inc()
+		var lk *Lock
+		if lk, err = a.attempt(ctx); lk != nil {
+			return l.acquired(ctx, start, lk), nil
+		}
+		if ctx.Err() != nil || !time.Now().Before(a.deadline) {
+			break
+		}
+		if wake == nil {
+			// Listen for the holder's release, then try once more at once:
+			// it may have released before the subscription was in place.
+			wake = l.waker.wait(channel(a.key), a.holder)
+			defer wake.stop()
+			continue
+		}
+		jittered := pause/2 + rand.N(pause/2+1)
+		t := time.NewTimer(min(jittered, time.Until(a.deadline)))
+		select {
+		case <-ctx.Done():
+		case token := <-wake.c:
+			if token > a.handedBelow {
+				if lk := l.handedOver(ctx, a.key, a.holder, token, a.tried); lk != nil {
+					t.Stop()
+					return l.acquired(ctx, start, lk), nil
+				}
+			}
+		case <-t.C:
+		}
+		t.Stop()
+		pause = min(2*pause, l.opts.RetryMax)
+	}
+	a.leave()
+	switch {
+	case ctx.Err() != nil:
+		l.giveUp(start, l.m.failed)
+		return nil, ctx.Err()
+	case errors.Is(err, ErrUnavailable):
+		l.giveUp(start, l.m.failed)
+		return nil, fmt.Errorf("%w (resource %s)", err, resource)
+	case once:
+		l.giveUp(start, l.m.timeout)
+		return nil, fmt.Errorf("%w: %s is held by another", ErrNotAcquired, resource)
+	default:
+		l.giveUp(start, l.m.timeout)
+		return nil, fmt.Errorf("%w: %s held by another for %v", ErrNotAcquired, resource, l.opts.Wait)
+	}
+}
+
+// ready waits until a quorum of servers have nothing outstanding from an
+// earlier attempt. It reports false if ctx or the wait budget ends first.
+func (a *acquisition) ready(ctx context.Context) bool {
+	for {
+		idle := a.idle()
+		if len(idle) >= a.l.quorum {
+			return ctx.Err() == nil
+		}
+		var first chan struct{}
+		for _, b := range a.busy {
+			if b != nil && !closed(b) {
+				first = b
+				break
+			}
+		}
+		t := time.NewTimer(time.Until(a.deadline))
+		select {
+		case <-first:
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+			return false
+		}
+	}
+}
+
+// idle returns the servers that have nothing outstanding.
+func (a *acquisition) idle() []int {
+	if len(a.busy) == 1 && (a.busy[0] == nil || closed(a.busy[0])) {
+		return a.l.all
+	}
+	idle := make([]int, 0, len(a.busy))
+	for i, b := range a.busy {
+		if b == nil || closed(b) {
+			idle = append(idle, i)
+		}
+	}
+	return idle
+}
+
+func closed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// attempt makes one attempt on the idle servers at once, bounded by Timeout
+// in all, and decides as soon as the replies so far settle it. It returns a
+// held Lock; or nil and, when too few servers answered, an error wrapping
+// ErrUnavailable. A failed attempt deletes the lock wherever it may have
+// set it. With HandOver, a failed attempt that found the lock held queues
+// the holder until the wait budget ends.
+func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
+	l := a.l
+	idle := a.idle()
+	a.tried = time.Now()
+	deadline := a.tried.Add(l.opts.Timeout)
+	ttl, queue := l.opts.TTL.Milliseconds(), time.Until(a.deadline)
+	got, rest := l.round(ctx, idle, deadline, func(ctx context.Context, n redis.UniversalClient) (int64, error) {
+		if l.opts.HandOver && queue > 0 {
+			return l.scripts.queuedAcquire.Run(ctx, n, queueKeys(a.key), a.holder, ttl, max(queue.Milliseconds(), 1), fenceExpiry(l.opts.TTL)).Int64()
+		}
+		return l.scripts.acquire.Run(ctx, n, []string{a.key, fenceKey(a.key)}, a.holder, ttl, fenceExpiry(l.opts.TTL)).Int64()
+	}, func(got []reply, pending int) bool {
+		won, _ := count(got)
+		return won >= l.quorum || won+pending < l.quorum
+	})
+	won, failed := count(got)
+	if won >= l.quorum {
+		token, fenced := l.fence(ctx, a.key, got, deadline)
+		validUntil := a.tried.Add(l.opts.TTL - drift(l.opts.TTL))
+		if fenced && time.Until(validUntil) > l.opts.SafetyMargin {
+			rest.then(l, nil) // late wins are part of the lock: Release deletes them
+			return &Lock{l: l, key: a.key, holder: a.holder, token: token, validUntil: validUntil, nodes: idle}, nil
+		}
+	}
+	a.cleanUp(ctx, idle, got, rest)
+	if unanswered := failed + len(l.nodes) - len(idle); unanswered > len(l.nodes)-l.quorum {
+		errs := make([]error, 0, failed)
+		for _, r := range got {
+			errs = append(errs, r.err)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, errors.Join(errs...))
+	}
+	return nil, nil
+}
+
+// cleanUp deletes the lock of a failed attempt wherever it may have been
+// set: on the servers that granted it or failed to answer, now (in the
+// background once the wait budget is spent), and on those still to answer,
+// when they do. Until then those servers are busy. idle are the servers the
+// attempt went to.
+func (a *acquisition) cleanUp(ctx context.Context, idle []int, got []reply, rest late) {
+	l := a.l
+	mayHold := func(r reply) bool { return r.val > 0 || r.err != nil }
+	var now []int
+	for _, r := range got {
+		if mayHold(r) {
+			now = append(now, r.node)
+		}
+	}
+	if len(now) > 0 && time.Now().Before(a.deadline) {
+		released, _ := l.round(context.WithoutCancel(ctx), now, time.Now().Add(l.opts.Timeout), l.releaseCall(a.key, a.holder),
+			func([]reply, int) bool { return false })
+		for _, r := range released {
+			if r.err != nil {
+				// Unknown whether a lock handed to us was passed on: trust
+				// no hand-over message from now on (attempts still see it).
+				a.handedBelow = math.MaxInt64
+			} else {
+				a.handedBelow = max(a.handedBelow, r.val)
+			}
+		}
+	} else {
+		for _, i := range now {
+			done := make(chan struct{})
+			a.busy[i] = done
+			l.background(func() {
+				defer close(done)
+				_, _ = l.cleanUp(ctx, a.key, a.holder, i)
+			})
+		}
+	}
+	if rest.n == 0 {
+		return
+	}
+	done := map[int]chan struct{}{}
+	for _, i := range idle {
+		done[i] = make(chan struct{})
+	}
+	for _, r := range got {
+		delete(done, r.node)
+	}
+	for i, c := range done {
+		a.busy[i] = c
+	}
+	rest.then(l, func(r reply) {
+		if mayHold(r) {
+			_, _ = l.cleanUp(ctx, a.key, a.holder, r.node)
+		}
+		close(done[r.node])
+	})
+}
+
+// leave takes a waiter that gives up off the HandOver queue, passing the
+// lock on if it was handed to it meanwhile. It runs in the background: the
+// waiter is not kept waiting for it.
+func (a *acquisition) leave() {
+	if a.l.opts.HandOver {
+		a.l.background(func() { _, _ = a.l.cleanUp(context.Background(), a.key, a.holder, 0) })
+	}
+}
+
+// acquired counts a successful Acquire and starts the lock's timers.
+func (l *Locker) acquired(ctx context.Context, start time.Time, lk *Lock) *Lock {
+	l.m.acquired.Inc()
+	l.m.wait.Observe(time.Since(start).Seconds())
+	lk.start(ctx)
+	return lk
+}
+
+func (l *Locker) giveUp(start time.Time, result interface{ Inc() }) {
+	result.Inc()
+	l.m.wait.Observe(time.Since(start).Seconds())
+}
+
+// handedOver returns the lock a release handed to holder (HandOver), or nil
+// if it cannot be proven held. The message is the server's word that the
+// lock was set to holder; messages from before the holder's own release of
+// it were filtered out by the caller. The hand-over set the lock's TTL
+// after the waiter's last failed attempt was sent (tried), so validity
+// counts from then; when that leaves too little for the watchdog's first
+// extension, the lock is extended once before it is returned.
+func (l *Locker) handedOver(ctx context.Context, key, holder string, token int64, tried time.Time) *Lock {
+	valid := func(from time.Time) time.Time { return from.Add(l.opts.TTL - drift(l.opts.TTL)) }
+	lk := &Lock{l: l, key: key, holder: holder, token: token, validUntil: valid(tried), nodes: l.all}
+	if time.Until(lk.validUntil)-l.opts.SafetyMargin > l.opts.TTL/3+l.opts.Timeout {
+		return lk
+	}
+	sent := time.Now()
+	ok, err := l.call(ctx, 0, func(ctx context.Context, n redis.UniversalClient) (int64, error) {
+		return l.scripts.extend.Run(ctx, n, []string{key}, holder, l.opts.TTL.Milliseconds()).Int64()
+	})
+	if err != nil || ok != 1 {
+		return nil // gone, or unknown: the caller's next attempt (or leave) settles it
+	}
+	lk.validUntil = valid(sent)
+	return lk
+}
+
+// count returns how many replies won (a token) and how many failed.
+func count(got []reply) (won, failed int) {
+	for _, r := range got {
+		switch {
+		case r.err != nil:
+			failed++
+		case r.val > 0:
+			won++
+		}
+	}
+	return won, failed
+}
+
+// fence returns the token for a quorum just won (got) and whether it is
+// safe: larger than any later holder's could be smaller than. It takes the
+// largest token the quorum issued, raises the counters of the servers that
+// issued a smaller one, and succeeds when a quorum of servers have a
+// counter of at least that token. Any two quorums share a server, so the
+// next holder's token there, and so its largest, is larger.
+func (l *Locker) fence(ctx context.Context, key string, got []reply, deadline time.Time) (int64, bool) {
+	var token int64
+	for _, r := range got {
+		token = max(token, r.val)
+	}
+	if len(l.nodes) == 1 {
+		return token, true
+	}
+	atLeast := 0
+	var lower []int
+	for _, r := range got {
+		switch {
+		case r.val == token:
+			atLeast++
+		case r.val > 0:
+			lower = append(lower, r.node)
+		}
+	}
+	if atLeast >= l.quorum {
+		return token, true
+	}
+	if len(lower) == 0 {
+		return token, false
+	}
+	raised, rest := l.round(ctx, lower, deadline, func(ctx context.Context, n redis.UniversalClient) (int64, error) {
+		return l.scripts.raise.Run(ctx, n, []string{fenceKey(key)}, token, fenceExpiry(l.opts.TTL)).Int64()
+	}, func(got []reply, pending int) bool {
+		ok := atLeast + raisedTo(got, token)
+		return ok >= l.quorum || ok+pending < l.quorum
+	})
+	rest.then(l, nil)
+	return token, atLeast+raisedTo(raised, token) >= l.quorum
+}
+
+// raisedTo counts the replies whose counter reached token.
+func raisedTo(got []reply, token int64) int {
+	n := 0
+	for _, r := range got {
+		if r.err == nil && r.val >= token {
+			n++
+		}
+	}
+	return n
+}
