@@ -108,7 +108,7 @@ func ExampleOptions_handOver() {
 		next <- lock
 	}()
 	time.Sleep(50 * time.Millisecond) // let it queue
-	_ = first.Release()            // hands the lock over
+	_ = first.Release()               // hands the lock over
 	second := <-next
 	fmt.Println("handed over with a larger token:", second.Token() > first.Token())
 	_ = second.Release()
