@@ -110,10 +110,10 @@ func (l *Locker) acquire(ctx context.Context, resource string, once bool) (*Lock
 		return nil, fmt.Errorf("%w (resource %s)", err, resource)
 	case once:
 		l.giveUp(start, l.m.timeout)
-		return nil, fmt.Errorf("%w: %s is held by another", ErrNotAcquired, resource)
+		return nil, fmt.Errorf("%w: %s at the one attempt", ErrNotAcquired, resource)
 	default:
 		l.giveUp(start, l.m.timeout)
-		return nil, fmt.Errorf("%w: %s held by another for %v", ErrNotAcquired, resource, l.opts.Wait)
+		return nil, fmt.Errorf("%w: %s within %v", ErrNotAcquired, resource, l.opts.Wait)
 	}
 }
 

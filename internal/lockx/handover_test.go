@@ -355,6 +355,7 @@ func TestHandOverNeverReturnsALockNobodyHolds(t *testing.T) {
 	})
 	w, _ = newLocker(t, []redis.UniversalClient{client}, Options{Name: "ho", TTL: 2 * time.Second, Wait: 5 * time.Second,
 		RetryMin: 200 * time.Millisecond, RetryMax: 200 * time.Millisecond, HandOver: true})
+	loadScripts(t, w, rdb)
 	lk, err := w.Acquire(ctx, "r")
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)

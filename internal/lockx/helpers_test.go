@@ -105,3 +105,15 @@ func within(t testing.TB, what string, d time.Duration, f func()) time.Duration 
 	}
 	return took
 }
+
+// loadScripts loads the Locker's scripts on rdb, so that a hook sees each
+// call once, as EVALSHA, and not a NOSCRIPT failure and an EVAL.
+func loadScripts(t testing.TB, l *Locker, rdb redis.UniversalClient) {
+	t.Helper()
+	s := l.scripts
+	for _, sc := range []*redis.Script{s.acquire, s.raise, s.extend, s.release, s.queuedAcquire, s.grant} {
+		if err := sc.Load(context.Background(), rdb).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
