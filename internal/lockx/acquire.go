@@ -46,7 +46,8 @@ type acquisition struct {
 
 	// busy[i] is open while a reply or a clean-up of an earlier attempt is
 	// outstanding on server i: no attempt goes there meanwhile, so a
-	// clean-up can never delete what a later attempt won.
+	// clean-up can never delete what a later attempt won. Nil until the
+	// first clean-up.
 	busy []chan struct{}
 	// handedBelow: hand-over messages with a token up to this one predate
 	// this holder's own release of the lock (HandOver), and are ignored.
@@ -60,7 +61,6 @@ func (l *Locker) acquire(ctx context.Context, resource string, once bool) (*Lock
 		key:      l.lockKey(resource),
 		holder:   newHolder(),
 		deadline: start.Add(l.opts.Wait),
-		busy:     make([]chan struct{}, len(l.nodes)),
 	}
 	if once {
 		a.deadline = start
@@ -147,7 +147,7 @@ func (a *acquisition) ready(ctx context.Context) bool {
 
 // idle returns the servers that have nothing outstanding.
 func (a *acquisition) idle() []int {
-	if len(a.busy) == 1 && (a.busy[0] == nil || closed(a.busy[0])) {
+	if a.busy == nil || len(a.busy) == 1 && (a.busy[0] == nil || closed(a.busy[0])) {
 		return a.l.all
 	}
 	idle := make([]int, 0, len(a.busy))
@@ -216,6 +216,9 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 // attempt went to.
 func (a *acquisition) cleanUp(ctx context.Context, idle []int, got []reply, rest late) {
 	l := a.l
+	if a.busy == nil {
+		a.busy = make([]chan struct{}, len(l.nodes))
+	}
 	mayHold := func(r reply) bool { return r.val > 0 || r.err != nil }
 	var now []int
 	for _, r := range got {

@@ -2,8 +2,9 @@
 // is lost, with Redlock quorum and fencing tokens.
 //
 // A Locker takes locks on one Redis server or on N independent masters
-// (Redlock: a lock needs N/2+1 of them within its validity). Acquire returns
-// a Lock with:
+// (Redlock: a lock needs N/2+1 of them within its validity). Acquire (or
+// TryAcquire, one attempt) returns a Lock that a quorum of servers confirmed
+// is set to the caller, with:
 //
 //   - a context that ends, with cause ErrLost, as soon as the lock is lost or
 //     can no longer be proven held: a watchdog extends the lock every TTL/3,
@@ -11,23 +12,26 @@
 //     (minus drift and a safety margin) runs out, the holder is told, before
 //     the lock can expire on the servers and so before anyone else can take
 //     it;
-//   - a fencing token that increases strictly per resource, across server
-//     restarts that lose data and across Redlock quorums; storage that
-//     rejects writes carrying an older token (see package pgfence) makes a
-//     lost lock harmless.
+//   - a fencing token larger than every token issued before for the
+//     resource, across restarts that lose data or bring back an old snapshot
+//     and across Redlock quorums, as long as server clocks do not step back;
+//     storage that rejects writes carrying an older token (package pgfence)
+//     makes a lost lock harmless.
 //
-// Acquire keys are set with SET NX PX (relative expiry; validity is tracked
-// on the monotonic clock); release and extension are compare-and-delete and
-// compare-and-pexpire Lua scripts run by SHA. Waiters retry with jittered
-// backoff, and wake at once when the holder releases (Pub/Sub); with
-// Options.HandOver (one server) they queue instead, and Release hands the
-// lock to the first of them, first come, first served. Errors tell
-// "not acquired in time" (ErrNotAcquired), "lost" (ErrLost) and transport
-// failures apart; a caller's cancelled context returns ctx.Err().
+// Every call to a server is bounded by Options.Timeout, and calls to several
+// servers decide as soon as a quorum has answered, so a paused or
+// unreachable minority costs nothing; Acquire returns at most Timeout after
+// Options.Wait. Waiters retry with jittered backoff and wake at once when the
+// holder releases (Pub/Sub); with Options.HandOver (one server) they queue
+// instead, and Release hands the lock to the first of them. Errors tell
+// "held by another" (ErrNotAcquired), "too few servers answered"
+// (ErrUnavailable) and "lost" (ErrLost) apart; a caller's cancelled context
+// returns ctx.Err().
 //
 // The lock buys efficiency (one worker at a time); fencing buys safety. No
 // lock based on expiry can stop a holder that pauses after its last check
-// from writing: see docs/lockx.md.
+// from writing. docs/lockx.md lists each guarantee with the test that proves
+// it and the faults it was tested under.
 //
 // The package depends only on the standard library, go-redis and
 // client_golang; pgfence adds pgx. Copy the directory into your service and

@@ -70,12 +70,36 @@ func ExampleLocker_Do() {
 	// Output: <nil> false
 }
 
+func ExampleLocker_TryAcquire() {
+	rdb := exampleRedis()
+	defer rdb.Close()
+	locker, err := lockx.New([]redis.UniversalClient{rdb}, lockx.Options{Name: "example_try", TTL: 5 * time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+	ctx := context.Background()
+
+	first, err := locker.TryAcquire(ctx, "sku-7")
+	if err != nil {
+		log.Fatal(err)
+	}
+	// One attempt, no waiting: held by another is ErrNotAcquired; servers
+	// that do not answer would be ErrUnavailable.
+	_, err = locker.TryAcquire(ctx, "sku-7")
+	fmt.Println(errors.Is(err, lockx.ErrNotAcquired), errors.Is(err, lockx.ErrUnavailable))
+	_ = first.Release()
+	// Output: true false
+}
+
 func ExampleNew_redlock() {
 	// Five independent masters: a lock needs three. Create every client with
-	// ContextTimeoutEnabled, and DialerRetries 1 so a dead node fails fast.
+	// ContextTimeoutEnabled (New refuses one without): every call then ends
+	// at its Timeout, and a dead or paused node costs nothing while three
+	// others answer.
 	var nodes []redis.UniversalClient
 	for _, addr := range []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003", "127.0.0.1:7004", "127.0.0.1:7005"} {
-		nodes = append(nodes, redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DialerRetries: 1}))
+		nodes = append(nodes, redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true}))
 	}
 	locker, err := lockx.New(nodes, lockx.Options{Name: "inventory", TTL: 10 * time.Second})
 	fmt.Println(err == nil)

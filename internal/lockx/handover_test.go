@@ -215,7 +215,7 @@ func TestHandOverWithoutTheMessage(t *testing.T) {
 	if err := rdb.PExpire(ctx, key, time.Second).Err(); err != nil { // time has passed since the hand-over
 		t.Fatal(err)
 	}
-	lk, err := (&acquisition{l: a, key: key, holder: "deaf", deadline: time.Now().Add(time.Second), busy: make([]chan struct{}, 1)}).attempt(ctx)
+	lk, err := (&acquisition{l: a, key: key, holder: "deaf", deadline: time.Now().Add(time.Second)}).attempt(ctx)
 	if err != nil || lk == nil {
 		t.Fatalf("attempt after a missed hand-over: %v, %v", lk, err)
 	}

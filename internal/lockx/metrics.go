@@ -19,7 +19,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer, name string) (*metrics, error) {
 	acquire := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lockx_acquire_total",
-		Help: "Acquire calls by result: acquired, timeout (wait budget spent), error (transport failure or caller gave up).",
+		Help: "Acquire calls by result: acquired, timeout (held by another until the wait budget ran out), error (too few servers answered, or the caller gave up).",
 	}, []string{"name", "result"})
 	attempts := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lockx_acquire_attempts_total",
@@ -32,7 +32,7 @@ func newMetrics(reg prometheus.Registerer, name string) (*metrics, error) {
 	}, []string{"name"})
 	held := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "lockx_held_seconds",
-		Help:    "Time from acquiring a lock to releasing or losing it.",
+		Help:    "Time from acquiring a lock to releasing it or, if it was lost, to the loss.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18),
 	}, []string{"name"})
 	ext := prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -17,14 +17,17 @@ type Options struct {
 	// TTL is how long a lock lives on the servers without an extension.
 	// Default 10s. The watchdog extends it every TTL/3.
 	TTL time.Duration
-	// Wait is how long Acquire tries before it returns ErrNotAcquired.
-	// Default 5s; the caller's context can end it sooner.
+	// Wait is how long Acquire tries before it gives up (ErrNotAcquired, or
+	// ErrUnavailable when too few servers answered). Default 5s. Acquire
+	// returns at most Timeout after it; the caller's context can end it
+	// sooner.
 	Wait time.Duration
 	// RetryMin and RetryMax bound the jittered, doubling pause between
 	// attempts when no release wakes the waiter first. Defaults 5ms, 200ms.
 	RetryMin, RetryMax time.Duration
-	// Timeout bounds each call to a server. Default TTL/10. It must be well
-	// below TTL/3 so a dead node cannot hold up the watchdog.
+	// Timeout bounds each call to a server (a context deadline), and one
+	// attempt in all. Default TTL/10. It must be below TTL/3 so a dead node
+	// cannot hold up the watchdog.
 	Timeout time.Duration
 	// SafetyMargin is how long before the lock's proven validity ends the
 	// holder is told the lock is lost, when no extension succeeded in time.
