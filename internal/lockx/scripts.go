@@ -14,8 +14,12 @@ import "github.com/redis/go-redis/v9"
 const nextToken = `
 local function next_token(fence, expiry)
   local t = redis.call('TIME')
-  local token = math.max(tonumber(redis.call('GET', fence) or '0') + 1, t[1] * 1000000 + t[2])
-  redis.call('SET', fence, string.format('%d', token), 'PX', expiry) -- %d: Lua would print 1.7e+15
+  local token = t[1] * 1000000 + t[2]
+  local last = tonumber(redis.call('SET', fence, token, 'PX', expiry, 'GET'))
+  if last and last >= token then
+    token = last + 1
+    redis.call('SET', fence, token, 'PX', expiry)
+  end
   return token
 end
 `
