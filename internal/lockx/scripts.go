@@ -4,17 +4,20 @@ import "github.com/redis/go-redis/v9"
 
 // nextToken is the Lua function every script that grants the lock issues
 // the fencing token with: the larger of the counter plus one and the
-// server's clock in microseconds. The clock makes tokens increase across a
-// restart that lost the counter or brought back an older one (an RDB
-// snapshot, AOF everysec, a lagging replica): every token issued before was
-// at most the clock reading of its moment, plus the few that a burst of
-// more than one acquisition a microsecond may have added. The counter keeps
-// tokens strictly increasing between clock ticks. It expires fenceExpiry
-// after the last acquisition, as a lost counter is harmless (docs/lockx.md).
+// server's clock in whole milliseconds, times 1000 (SET ... GET: Redis 6.2
+// or later). The clock makes tokens increase across a restart that lost the
+// counter or brought back an older one (an RDB snapshot, AOF everysec, a
+// lagging replica): every token issued before was at most the clock reading
+// of its millisecond plus the acquisitions within it, fewer than 1000 (a
+// Redis server runs far fewer scripts a millisecond). The counter keeps
+// tokens strictly increasing within a millisecond. Whole milliseconds let
+// the servers of a quorum whose clocks agree issue equal tokens, so that no
+// raise is needed. The counter expires fenceExpiry after the last
+// acquisition, as a lost counter is harmless (docs/lockx.md).
 const nextToken = `
 local function next_token(fence, expiry)
   local t = redis.call('TIME')
-  local token = t[1] * 1000000 + t[2]
+  local token = t[1] * 1000000 + math.floor(t[2] / 1000) * 1000
   local last = tonumber(redis.call('SET', fence, token, 'PX', expiry, 'GET'))
   if last and last >= token then
     token = last + 1
