@@ -139,7 +139,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 	}
 	defer locker.Close()
 
-	svc, err := catalog.NewService(catalog.Config{Store: store, Cache: cacheRedis, Locker: locker, Faults: faults, Registerer: reg})
+	svc, err := catalog.NewService(catalog.Config{Store: store, Cache: cacheRedis, Locker: locker, Faults: faults, Registerer: reg, Logger: log})
 	if err != nil {
 		return err
 	}

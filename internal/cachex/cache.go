@@ -35,8 +35,13 @@ type Cache[V any] struct {
 
 	base   context.Context // cancelled by Close
 	cancel context.CancelFunc
+	life   sync.RWMutex // guards closed, and wg.Add against Close's wg.Wait
+	closed bool
 	wg     sync.WaitGroup // background work
 }
+
+// ErrClosed is returned by reads that start after Close has begun.
+var ErrClosed = errors.New("cachex: cache closed")
 
 // New returns a cache over rdb (a *redis.Client, *redis.ClusterClient or
 // *redis.Ring) that encodes values with codec. It fails when the options are
@@ -147,10 +152,40 @@ func WithBeta(beta float64) GetOption {
 }
 
 // Close stops background refreshes and waits for them and for recomputes in
-// flight to end. The cache must not be used afterwards.
+// flight to end; the key locks they hold are released. Reads that start
+// after Close has begun return ErrClosed; reads in progress finish.
 func (c *Cache[V]) Close() {
+	c.life.Lock()
+	c.closed = true
+	c.life.Unlock()
 	c.cancel()
 	c.wg.Wait()
+}
+
+// isClosed reports whether Close has begun.
+func (c *Cache[V]) isClosed() bool {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	return c.closed
+}
+
+// spawn runs f on a goroutine that Close waits for; once Close has begun it
+// runs f on the caller's goroutine instead (its context is cancelled by then,
+// so it ends soon), so that waiters of a flight it lands are never left
+// hanging.
+func (c *Cache[V]) spawn(f func()) {
+	c.life.RLock()
+	if c.closed {
+		c.life.RUnlock()
+		f()
+		return
+	}
+	c.wg.Add(1)
+	c.life.RUnlock()
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
 }
 
 // redisKey is the key of a value; lockKey(redisKey) is its lock. The braces
@@ -168,19 +203,29 @@ func newToken() string {
 
 // redisCall runs f with the cache's Redis timeout and records its outcome for
 // the breaker and the metrics. It returns f's error; a redis.Nil is success.
+//
+// While the breaker is half-open the call is its probe: it runs detached from
+// the caller's cancellation, under Timeout alone, so that its outcome is
+// recorded even when the caller has given up (a probe that recorded nothing
+// would keep the breaker open for good).
 func (c *Cache[V]) redisCall(ctx context.Context, op string, f func(ctx context.Context) error) error {
+	probe := c.brk.open()
+	callCtx := ctx
+	if probe {
+		callCtx = context.WithoutCancel(ctx)
+	}
 	var err error
-	if c.bounded { // the client's own timeouts bound the call: spare the deadline
-		err = f(ctx)
+	if c.bounded && !probe { // the client's own timeouts bound the call: spare the deadline
+		err = f(callCtx)
 	} else {
-		tctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+		tctx, cancel := context.WithTimeout(callCtx, c.opts.Timeout)
 		err = f(tctx)
 		cancel()
 	}
 	switch {
 	case err == nil || errors.Is(err, redis.Nil):
 		c.brk.success()
-	case ctx.Err() != nil:
+	case !probe && ctx.Err() != nil:
 		// The caller gave up; that says nothing about Redis.
 	default:
 		c.m.redisErrs.WithLabelValues(op).Inc()
@@ -237,7 +282,7 @@ func (c *Cache[V]) encode(v V, notFound bool, delta time.Duration) ([]byte, time
 // compute calls the loader, timing it (the XFetch delta) and counting it.
 func (c *Cache[V]) compute(ctx context.Context, load func(context.Context) (V, error), reason string) (V, time.Duration, error) {
 	start := time.Now()
-	v, err := load(ctx)
+	v, err := protect(c, func() (V, error) { return load(ctx) })
 	delta := time.Since(start)
 	c.m.duration.Observe(delta.Seconds())
 	c.countRecomputes(reason, 1, err)
@@ -248,7 +293,10 @@ func (c *Cache[V]) compute(ctx context.Context, load func(context.Context) (V, e
 // with err; a not-found answer is a success.
 func (c *Cache[V]) countRecomputes(reason string, n int, err error) {
 	status := "ok"
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	switch {
+	case errors.Is(err, ErrLoaderPanic):
+		status = "panic"
+	case err != nil && !errors.Is(err, ErrNotFound):
 		status = "error"
 	}
 	c.m.recomputes[[2]string{reason, status}].Add(float64(n))

@@ -31,8 +31,8 @@
 // Metrics (cachex_*, labelled by the cache's Name) go to the
 // prometheus.Registerer in Options; several caches can share one.
 //
-// The package depends only on the standard library, go-redis, client_golang
-// and golang.org/x/sync: copy the directory into your service, change the
+// The package depends only on the standard library, go-redis and
+// client_golang: copy the directory into your service, change the
 // package path, and keep its tests (they need internal/testenv, or any
 // function returning a *redis.Client on a private server). docs/cachex.md has
 // the math, the failure behaviour and the choice of beta.

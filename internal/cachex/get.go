@@ -29,6 +29,10 @@ import (
 // cancellation not), bounded by LoadTimeout, and may still run after Get has
 // returned. A loader's ErrNotFound is returned (and cached, with NegativeTTL).
 func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Context) (V, error), opts ...GetOption) (V, error) {
+	if c.isClosed() {
+		var zero V
+		return zero, ErrClosed
+	}
 	switch c.Strategy() {
 	case None:
 		c.m.gets[resultMiss].Inc()
@@ -100,7 +104,7 @@ func (c *Cache[V]) getXFetch(ctx context.Context, key string, load func(context.
 		if now.Before(e.expiry) {
 			if shouldRefresh(now, e.expiry, e.delta, beta, uniformOpen(c.opts.Rand())) {
 				c.m.gets[resultEarlyRefresh].Inc()
-				c.refreshAsync(key, load, e, e.expiry.Sub(now))
+				c.refreshAsync(ctx, key, load, e, e.expiry.Sub(now))
 			} else {
 				c.m.gets[resultHit].Inc()
 			}
@@ -161,14 +165,12 @@ func (c *Cache[V]) getTTL(ctx context.Context, key string, load func(context.Con
 func (c *Cache[V]) bypass(ctx context.Context, key string, load func(context.Context) (V, error)) (V, error) {
 	f, leader := c.loads.join(key)
 	if leader {
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
+		c.spawn(func() {
 			lctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
 			defer cancel()
 			v, _, err := c.compute(lctx, load, reasonMiss)
 			c.loads.land(key, f, v, resultBypass, err)
-		}()
+		})
 	}
 	v, _, err := f.wait(ctx)
 	c.m.gets[resultBypass].Inc()
@@ -181,9 +183,7 @@ func (c *Cache[V]) bypass(ctx context.Context, key string, load func(context.Con
 func (c *Cache[V]) recompute(ctx context.Context, key string, load func(context.Context) (V, error), e entry, expired bool) (V, error) {
 	f, leader := c.loads.join(key)
 	if leader {
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
+		c.spawn(func() {
 			lctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
 			defer cancel()
 			var stale *entry
@@ -196,7 +196,7 @@ func (c *Cache[V]) recompute(ctx context.Context, key string, load func(context.
 			}
 			v, result, err := c.lead(lctx, key, load, stale, seen)
 			c.loads.land(key, f, v, result, err)
-		}()
+		})
 	}
 	v, result, err := f.wait(ctx)
 	c.m.gets[result].Inc()
@@ -311,7 +311,9 @@ func (c *Cache[V]) unlock(rk, token string) {
 	if token == "" || !c.brk.allow() {
 		return
 	}
-	_ = c.redisCall(c.base, "unlock", func(ctx context.Context) error {
+	// Not under c.base: a lock must be released also when Close cancelled
+	// the recompute that held it.
+	_ = c.redisCall(context.Background(), "unlock", func(ctx context.Context) error {
 		return c.scripts.unlock.Run(ctx, c.rdb, []string{lockKey(rk)}, token).Err()
 	})
 }
@@ -334,7 +336,9 @@ func (c *Cache[V]) store(ctx context.Context, rk, token string, v V, loadErr err
 	if !c.brk.allow() {
 		return
 	}
-	_ = c.redisCall(ctx, "set", func(ctx context.Context) error {
+	// The write (and the release of the lock with it) happens even when the
+	// caller's context ended meanwhile, or Close cancelled the recompute.
+	_ = c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
 		switch {
 		case token != "":
 			return c.scripts.finish.Run(ctx, c.rdb, []string{rk, lockKey(rk)}, token, payload, keep.Milliseconds()).Err()

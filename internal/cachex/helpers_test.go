@@ -144,6 +144,7 @@ func (c *clock) Add(d time.Duration) {
 type commands struct {
 	mu     sync.Mutex
 	byName map[string]int
+	mget   []int // keys per MGET
 	trips  int
 }
 
@@ -164,6 +165,9 @@ func (h *commands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		}
 		for _, c := range cmds {
 			h.byName[c.Name()]++
+			if c.Name() == "mget" {
+				h.mget = append(h.mget, len(c.Args())-1)
+			}
 		}
 		h.trips++
 		h.mu.Unlock()
@@ -178,7 +182,17 @@ func (h *commands) record(cmd redis.Cmder) {
 		h.byName = map[string]int{}
 	}
 	h.byName[cmd.Name()]++
+	if cmd.Name() == "mget" {
+		h.mget = append(h.mget, len(cmd.Args())-1)
+	}
 	h.trips++
+}
+
+// mgetKeys returns how many keys each MGET asked for.
+func (h *commands) mgetKeys() []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]int(nil), h.mget...)
 }
 
 func (h *commands) count(name string) int {
@@ -196,7 +210,7 @@ func (h *commands) roundTrips() int {
 func (h *commands) reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.byName, h.trips = nil, 0
+	h.byName, h.mget, h.trips = nil, nil, 0
 }
 
 // histogram returns the sample count and sum of a histogram family (summed

@@ -29,6 +29,9 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx con
 	if len(keys) == 0 {
 		return out, nil
 	}
+	if c.isClosed() {
+		return out, ErrClosed
+	}
 	strategy := c.Strategy()
 	if strategy == None {
 		keys = unique(keys)
@@ -84,7 +87,7 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx con
 	}
 	early, need = unique(early), unique(need)
 	if len(early) > 0 {
-		c.refreshManyAsync(early, seen, load)
+		c.refreshManyAsync(ctx, early, seen, load)
 	}
 	if len(need) == 0 {
 		return out, nil
@@ -105,27 +108,8 @@ func (c *Cache[V]) readMany(ctx context.Context, keys []string) (entries []entry
 	rks := c.redisKeys(keys)
 	var raws []any
 	err = c.redisCall(ctx, "get", func(ctx context.Context) error {
-		if single, ok := c.rdb.(*redis.Client); ok {
-			var err error
-			raws, err = single.MGet(ctx, rks...).Result()
-			return err
-		}
-		cmds := make([]*redis.StringCmd, len(rks))
-		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, rk := range rks {
-				cmds[i] = p.Get(ctx, rk)
-			}
-			return nil
-		})
-		raws = make([]any, len(cmds))
-		for i, cmd := range cmds {
-			if s, err := cmd.Result(); err == nil {
-				raws[i] = s
-			}
-		}
-		if errors.Is(err, redis.Nil) {
-			err = nil // some keys missing: not a failure
-		}
+		var err error
+		raws, err = c.fetch(ctx, rks)
 		return err
 	})
 	switch {
@@ -153,6 +137,52 @@ func (c *Cache[V]) readMany(ctx context.Context, keys []string) (entries []entry
 		entries[i] = e
 	}
 	return entries, values, false, nil
+}
+
+// mgetBatch is the most keys one MGET asks for: a larger MGET blocks the
+// server (and every other client) for longer in one go.
+const mgetBatch = 500
+
+// fetch reads rks in one round trip per node: MGETs of at most mgetBatch
+// keys (pipelined when there are more) on one server, pipelined GETs on a
+// cluster (no cross-slot command). A missing key is a nil; the error is the
+// first that is not a missing key, so a node that cannot be reached is never
+// hidden behind another's miss.
+func (c *Cache[V]) fetch(ctx context.Context, rks []string) ([]any, error) {
+	if single, ok := c.rdb.(*redis.Client); ok && len(rks) <= mgetBatch {
+		return single.MGet(ctx, rks...).Result()
+	}
+	_, single := c.rdb.(*redis.Client)
+	var cmds []redis.Cmder
+	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if single {
+			for at := 0; at < len(rks); at += mgetBatch {
+				cmds = append(cmds, p.MGet(ctx, rks[at:min(at+mgetBatch, len(rks))]...))
+			}
+			return nil
+		}
+		for _, rk := range rks {
+			cmds = append(cmds, p.Get(ctx, rk))
+		}
+		return nil
+	})
+	raws := make([]any, 0, len(rks))
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, err
+		}
+		switch cmd := cmd.(type) {
+		case *redis.SliceCmd:
+			raws = append(raws, cmd.Val()...)
+		case *redis.StringCmd:
+			if s, err := cmd.Result(); err == nil {
+				raws = append(raws, s)
+			} else {
+				raws = append(raws, nil)
+			}
+		}
+	}
+	return raws, nil
 }
 
 // redisKeys builds the Redis keys of keys in one allocation.
@@ -194,9 +224,7 @@ func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[strin
 	if len(led) == 0 {
 		return fs
 	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	c.spawn(func() {
 		lctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
 		defer cancel()
 		if store {
@@ -221,7 +249,7 @@ func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[strin
 				c.land(k, fs[k], v, found, resultMiss, err)
 			}
 		}
-	}()
+	})
 	return fs
 }
 
@@ -260,7 +288,7 @@ func (c *Cache[V]) land(k string, f *flight[V], v V, found bool, result string, 
 // computeMany calls the batch loader once and counts one recompute per key.
 func (c *Cache[V]) computeMany(ctx context.Context, keys []string, stale map[string]*entry, load func(context.Context, []string) (map[string]V, error)) (map[string]V, time.Duration, error) {
 	start := time.Now()
-	vals, err := load(ctx, keys)
+	vals, err := protect(c, func() (map[string]V, error) { return load(ctx, keys) })
 	delta := time.Since(start)
 	expired := 0
 	for _, k := range keys {
@@ -296,7 +324,7 @@ func (c *Cache[V]) waitMany(ctx context.Context, out map[string]V, keys []string
 // (strategy None).
 func (c *Cache[V]) loadInto(ctx context.Context, out map[string]V, keys []string, load func(context.Context, []string) (map[string]V, error), reason string) error {
 	start := time.Now()
-	vals, err := load(ctx, keys)
+	vals, err := protect(c, func() (map[string]V, error) { return load(ctx, keys) })
 	c.m.duration.Observe(time.Since(start).Seconds())
 	c.countRecomputes(reason, len(keys), err)
 	for k, v := range vals {
@@ -334,7 +362,7 @@ func (c *Cache[V]) storeMany(ctx context.Context, keys []string, vals map[string
 	if !c.brk.allow() {
 		return
 	}
-	_ = c.redisCall(ctx, "set", func(ctx context.Context) error {
+	_ = c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
 		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
 				v, found := vals[k]
@@ -358,8 +386,8 @@ func (c *Cache[V]) storeMany(ctx context.Context, keys []string, vals map[string
 // refreshManyAsync refreshes keys early in the background: one lock per key
 // (taken in one pipeline), one batch load for the keys whose lock it got, one
 // pipelined write-back guarded by those locks.
-func (c *Cache[V]) refreshManyAsync(keys []string, seen map[string]*entry, load func(context.Context, []string) (map[string]V, error)) {
-	c.inBackground(keys, func(ctx context.Context, mine []string) {
+func (c *Cache[V]) refreshManyAsync(ctx context.Context, keys []string, seen map[string]*entry, load func(context.Context, []string) (map[string]V, error)) {
+	c.inBackground(ctx, keys, func(ctx context.Context, mine []string) {
 		c.refreshMany(ctx, mine, seen, load)
 	})
 }
@@ -378,6 +406,9 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 			}
 			return nil
 		})
+		if !unreachable(err) {
+			return nil // error replies are per key: counted below
+		}
 		return err
 	})
 	if err != nil {
@@ -385,10 +416,13 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 	}
 	var mine []string // the keys whose lock this call holds
 	for i, k := range keys {
-		switch state, _ := locks[i].Int64(); state {
-		case locked:
+		state, err := locks[i].Int64()
+		switch {
+		case err != nil: // an error reply: a failed call, not contention
+			c.m.redisErrs.WithLabelValues("lock").Inc()
+		case state == locked:
 			mine = append(mine, k)
-		case held:
+		case state == held:
 			c.m.contended.Inc()
 		}
 	}
@@ -396,11 +430,11 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 		return
 	}
 	start := time.Now()
-	vals, err := load(ctx, mine)
+	vals, err := protect(c, func() (map[string]V, error) { return load(ctx, mine) })
 	delta := time.Since(start)
 	c.m.duration.Observe(delta.Seconds())
 	c.countRecomputes(reasonEarly, len(mine), err)
-	_ = c.redisCall(ctx, "set", func(ctx context.Context) error {
+	_ = c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
 		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range mine {
 				rk := c.redisKey(k)

@@ -42,7 +42,7 @@ func newMetrics(reg prometheus.Registerer, cache string) (*metrics, error) {
 	}, []string{"cache", "result"})
 	recomputes := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "cachex_recomputes_total",
-		Help: "Loader calls by reason (miss, early, expired) and status (ok, error).",
+		Help: "Loader calls by reason (miss, early, expired) and status (ok, error, panic).",
 	}, []string{"cache", "reason", "status"})
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "cachex_recompute_duration_seconds",
@@ -105,7 +105,7 @@ func newMetrics(reg prometheus.Registerer, cache string) (*metrics, error) {
 		m.redisErrs.WithLabelValues(op) // export zeros: a rate of nothing is 0, not "no data"
 	}
 	for _, r := range []string{reasonMiss, reasonEarly, reasonExpired} {
-		for _, s := range []string{"ok", "error"} {
+		for _, s := range []string{"ok", "error", "panic"} {
 			m.recomputes[[2]string{r, s}] = recomputes.WithLabelValues(cache, r, s)
 		}
 	}

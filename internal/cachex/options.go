@@ -3,6 +3,8 @@ package cachex
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,8 +40,10 @@ func ParseStrategy(s string) (Strategy, error) {
 type Options struct {
 	// Name is the cache's class name: the `cache` label on metrics and part
 	// of every Redis key. Low cardinality: "product", never a product id.
+	// Name and Prefix must not contain { or } (the hash tag of every key).
 	Name string
 	// TTL is the logical lifetime of a value: after it a read recomputes.
+	// At least 1ms (envelopes keep milliseconds).
 	TTL time.Duration
 	// Grace is how much longer Redis keeps a value after its logical expiry,
 	// to be served if the recompute fails (stale-if-error). Default: TTL.
@@ -74,8 +78,9 @@ type Options struct {
 	// MaxRefreshes bounds background early refreshes in flight in this
 	// process; more are skipped (the current value is still fresh). Default 64.
 	MaxRefreshes int
-	// NegativeTTL, when positive, caches a loader's not-found answer (an
-	// error matching ErrNotFound) for this long. Default 0: not cached.
+	// NegativeTTL, when positive (at least 1ms), caches a loader's not-found
+	// answer (an error matching ErrNotFound) for this long. Default 0: not
+	// cached.
 	NegativeTTL time.Duration
 
 	// BreakerFailures is how many Redis failures in a row open the breaker;
@@ -88,6 +93,9 @@ type Options struct {
 	// Registerer receives the cachex_* metrics; several caches may share one.
 	// Nil registers nothing.
 	Registerer prometheus.Registerer
+	// Logger receives one line per loader panic (with its stack). Default
+	// slog.Default(); a logger whose handler discards is silent.
+	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// Rand returns uniform numbers in [0,1) for XFetch. It must be safe for
@@ -105,8 +113,14 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Name == "" {
 		return o, errors.New("cachex: Options.Name is required")
 	}
-	if o.TTL <= 0 {
-		return o, fmt.Errorf("cachex: %s: Options.TTL must be positive", o.Name)
+	if o.TTL < time.Millisecond {
+		return o, fmt.Errorf("cachex: %s: Options.TTL %v is below 1ms (envelopes keep milliseconds)", o.Name, o.TTL)
+	}
+	if o.NegativeTTL > 0 && o.NegativeTTL < time.Millisecond {
+		return o, fmt.Errorf("cachex: %s: Options.NegativeTTL %v is below 1ms", o.Name, o.NegativeTTL)
+	}
+	if strings.ContainsAny(o.Name, "{}") || strings.ContainsAny(o.Prefix, "{}") {
+		return o, fmt.Errorf("cachex: %s: Name and Prefix must not contain { or }: keys put the hash tag around them", o.Name)
 	}
 	if o.Beta < 0 || o.Grace < 0 || o.Timeout < 0 || o.LeaseWait < 0 || o.NegativeTTL < 0 {
 		return o, fmt.Errorf("cachex: %s: negative Beta, Grace, Timeout, LeaseWait or NegativeTTL", o.Name)
@@ -143,6 +157,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	if o.Rand == nil {
 		o.Rand = randFloat64

@@ -9,17 +9,20 @@ import (
 // refreshAsync starts an early refresh of key in the background unless one
 // is in flight in this process or all MaxRefreshes slots are busy (the value
 // is still fresh, so skipping costs nothing). lead is how long before expiry
-// the refresh was decided; seen is the entry the decision was made on.
-func (c *Cache[V]) refreshAsync(key string, load func(context.Context) (V, error), seen entry, lead time.Duration) {
-	c.inBackground([]string{key}, func(ctx context.Context, _ []string) {
+// the refresh was decided; seen is the entry the decision was made on. The
+// loader gets the values of ctx, the context of the read that triggered the
+// refresh, not its cancellation.
+func (c *Cache[V]) refreshAsync(ctx context.Context, key string, load func(context.Context) (V, error), seen entry, lead time.Duration) {
+	c.inBackground(ctx, []string{key}, func(ctx context.Context, _ []string) {
 		c.refresh(ctx, key, load, seen, lead)
 	})
 }
 
 // inBackground runs refresh in a goroutine for those of keys not already
 // being recomputed in this process, if a background slot is free. The keys
-// count as refreshing until it returns.
-func (c *Cache[V]) inBackground(keys []string, refresh func(ctx context.Context, keys []string)) {
+// count as refreshing until it returns. refresh's context has the values of
+// ctx and ends at LoadTimeout or Close.
+func (c *Cache[V]) inBackground(ctx context.Context, keys []string, refresh func(ctx context.Context, keys []string)) {
 	c.refreshMu.Lock()
 	var mine []string
 	for _, k := range keys {
@@ -42,8 +45,7 @@ func (c *Cache[V]) inBackground(keys []string, refresh func(ctx context.Context,
 	}
 	c.refreshMu.Unlock()
 
-	c.wg.Add(1)
-	go func() {
+	c.spawn(func() {
 		defer func() {
 			c.refreshMu.Lock()
 			for _, k := range mine {
@@ -51,12 +53,11 @@ func (c *Cache[V]) inBackground(keys []string, refresh func(ctx context.Context,
 			}
 			c.refreshMu.Unlock()
 			<-c.slots
-			c.wg.Done()
 		}()
-		ctx, cancel := c.detached(c.base, c.opts.LoadTimeout)
+		ctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
 		defer cancel()
 		refresh(ctx, mine)
-	}()
+	})
 }
 
 // refresh recomputes key under its lock. If another instance holds the lock it

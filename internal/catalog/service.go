@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,9 @@ type Config struct {
 	// read/write timeouts should equal it (see cachex.Options.Timeout).
 	CacheTimeout time.Duration
 	Registerer   prometheus.Registerer
+	// Logger receives the caches' reports of loader panics; nil means
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Service is the catalog: reads through the caches, writes that invalidate
@@ -69,7 +73,7 @@ func NewService(cfg Config) (*Service, error) {
 	s := &Service{store: cfg.Store, locker: cfg.Locker, faults: cfg.Faults}
 	var err error
 	opts := func(name string, ttl time.Duration) cachex.Options {
-		return cachex.Options{Name: name, TTL: ttl, Timeout: cfg.CacheTimeout, Registerer: cfg.Registerer, NegativeTTL: 5 * time.Second}
+		return cachex.Options{Name: name, TTL: ttl, Timeout: cfg.CacheTimeout, Registerer: cfg.Registerer, NegativeTTL: 5 * time.Second, Logger: cfg.Logger}
 	}
 	if s.product, err = cachex.New(cfg.Cache, cachex.JSON[Product]{}, opts("product", def(cfg.ProductTTL, time.Minute))); err != nil {
 		return nil, err

@@ -1,0 +1,163 @@
+package cachex
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-lab/stampede/internal/testenv"
+)
+
+func TestNewRefusesUnusableOptions(t *testing.T) {
+	rdb := client(t, testenv.Redis(t))
+	for name, opts := range map[string]Options{
+		"TTL below 1ms":         {Name: "a", TTL: 999 * time.Microsecond},
+		"NegativeTTL below 1ms": {Name: "a", TTL: time.Second, NegativeTTL: time.Microsecond},
+		"brace in Name":         {Name: "a{b", TTL: time.Second},
+		"brace in Prefix":       {Name: "a", Prefix: "x}:", TTL: time.Second},
+	} {
+		if _, err := New(rdb, JSON[string]{}, opts); err == nil {
+			t.Errorf("%s: New accepted it", name)
+		}
+	}
+	if _, err := New(rdb, JSON[string]{}, Options{Name: "a", TTL: time.Millisecond, NegativeTTL: time.Millisecond}); err != nil {
+		t.Errorf("1ms TTLs: %v", err)
+	}
+}
+
+// GetMany asks for at most 500 keys per MGET, in one round trip.
+func TestGetManySendsAtMost500KeysPerMGET(t *testing.T) {
+	ctx := context.Background()
+	rdb := client(t, testenv.Redis(t))
+	h := &commands{}
+	rdb.AddHook(h)
+	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "wide", TTL: time.Minute})
+	keys := make([]string, 1201)
+	for i := range keys {
+		keys[i] = itoa(int64(i + 1))
+	}
+	load := func(_ context.Context, keys []string) (map[string]string, error) {
+		out := map[string]string{}
+		for _, k := range keys {
+			out[k] = "v" + k
+		}
+		return out, nil
+	}
+	if got, err := c.GetMany(ctx, keys, load); err != nil || len(got) != len(keys) {
+		t.Fatalf("fill: %d values, %v", len(got), err)
+	}
+	h.reset()
+	got, err := c.GetMany(ctx, keys, load)
+	if err != nil || len(got) != len(keys) || got["1201"] != "v1201" {
+		t.Fatalf("read: %d values, %v", len(got), err)
+	}
+	if h.count("mget") != 3 || h.roundTrips() != 1 {
+		t.Fatalf("%d MGETs in %d round trips for 1201 keys, want 3 in 1", h.count("mget"), h.roundTrips())
+	}
+	for _, n := range h.mgetKeys() {
+		if n > 500 {
+			t.Fatalf("an MGET asked for %d keys, want at most 500", n)
+		}
+	}
+}
+
+// On a cluster, a node that cannot be reached is a Redis failure (it feeds
+// the breaker and is counted), even when another node's key was merely
+// missing.
+func TestGetManyOnAClusterReportsALaterNodesFailure(t *testing.T) {
+	ctx := context.Background()
+	cl := testenv.RedisCluster(t, 3)
+	opt := cl.Client.Options()
+	opt.ContextTimeoutEnabled, opt.MaxRetries = true, -1
+	opt.ReadTimeout, opt.WriteTimeout = 200*time.Millisecond, 200*time.Millisecond
+	rdb := redis.NewClusterClient(opt)
+	t.Cleanup(func() { _ = rdb.Close() })
+	if err := rdb.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "cl", TTL: time.Minute, Timeout: 300 * time.Millisecond, BreakerFailures: 1000})
+	// A key on the first node (missing) and one on the last (its node paused).
+	var first, last string
+	for i := 0; first == "" || last == ""; i++ {
+		k := "k" + itoa(int64(i))
+		s, err := rdb.ClusterKeySlot(ctx, c.redisKey(k)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s < 16384/3 && first == "" {
+			first = k
+		}
+		if s >= 2*16384/3 && last == "" {
+			last = k
+		}
+	}
+	cl.Nodes[2].Pause()
+	defer cl.Nodes[2].Resume()
+	before := counterOf(c.m.redisErrs.WithLabelValues("get"))
+	_, _ = c.GetMany(ctx, []string{first, last}, func(_ context.Context, keys []string) (map[string]string, error) {
+		out := map[string]string{}
+		for _, k := range keys {
+			out[k] = "v"
+		}
+		return out, nil
+	})
+	if counterOf(c.m.redisErrs.WithLabelValues("get")) == before {
+		t.Fatal("the paused node's failure was not counted: hidden behind the first node's miss")
+	}
+	if gets(c, resultBypass) != 2 {
+		t.Fatalf("%d keys bypassed Redis, want 2 (Redis reported down)", gets(c, resultBypass))
+	}
+}
+
+// redisErrReply is an error reply from the server (go-redis's redis.Error).
+type redisErrReply string
+
+func (e redisErrReply) Error() string { return string(e) }
+func (redisErrReply) RedisError()     {}
+
+// A lock script that fails in a batch refresh is a Redis error, not
+// contention.
+func TestBatchRefreshCountsALockErrorAsAnError(t *testing.T) {
+	ctx := context.Background()
+	rdb := client(t, testenv.Redis(t))
+	clk := newClock()
+	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "lockerr", TTL: time.Hour, Now: clk.Now})
+	load := func(_ context.Context, keys []string) (map[string]string, error) {
+		return map[string]string{keys[0]: "v"}, nil
+	}
+	if _, err := c.GetMany(ctx, []string{"a"}, load); err != nil {
+		t.Fatal(err)
+	}
+	rdb.AddHook(failLocks{})
+	clk.Add(time.Hour - time.Millisecond)
+	if _, err := c.GetMany(ctx, []string{"a"}, load, WithBeta(1e9)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the failed lock to be counted", 5*time.Second, func() bool {
+		return counterOf(c.m.redisErrs.WithLabelValues("lock")) == 1
+	})
+	if n := counterOf(c.m.contended); n != 0 {
+		t.Fatalf("cachex_refresh_lock_contended_total = %v, want 0: a failed lock is not contention", n)
+	}
+}
+
+// failLocks makes every pipelined lock script fail with an error reply.
+type failLocks struct{}
+
+func (failLocks) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (failLocks) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (failLocks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			if args := cmd.Args(); cmd.Name() == "eval" && len(args) > 1 && args[1] == lockSrc {
+				cmd.SetErr(redisErrReply("ERR injected lock failure"))
+				err = errors.Join(err, cmd.Err())
+			}
+		}
+		return err
+	}
+}

@@ -1,0 +1,113 @@
+package cachex
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stampede-lab/stampede/internal/testenv"
+)
+
+type tenantKey struct{}
+
+// An early refresh runs with the values of the read that triggered it (a
+// tenant, credentials, a trace), as a miss does, not with an empty context.
+func TestEarlyRefreshKeepsTheReadersContextValues(t *testing.T) {
+	rdb := client(t, testenv.Redis(t))
+	clk := newClock()
+	for _, batch := range []bool{false, true} {
+		c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "values", Prefix: "values-" + map[bool]string{false: "get", true: "many"}[batch] + ":",
+			TTL: time.Hour, Now: clk.Now})
+		var seen sync.Map // reason -> tenant the loader saw
+		load := func(reason string) func(ctx context.Context) (string, error) {
+			return func(ctx context.Context) (string, error) {
+				seen.Store(reason, ctx.Value(tenantKey{}))
+				return "v", nil
+			}
+		}
+		read := func(ctx context.Context, reason string, opts ...GetOption) {
+			t.Helper()
+			var err error
+			if batch {
+				_, err = c.GetMany(ctx, []string{"k"}, func(ctx context.Context, keys []string) (map[string]string, error) {
+					v, err := load(reason)(ctx)
+					return map[string]string{"k": v}, err
+				}, opts...)
+			} else {
+				_, err = c.Get(ctx, "k", load(reason), opts...)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx := context.WithValue(context.Background(), tenantKey{}, "tenant-7")
+		read(ctx, "miss")
+		clk.Add(time.Hour - time.Millisecond)
+		read(ctx, "early", WithBeta(1e9))
+		waitFor(t, "the early refresh", 5*time.Second, func() bool { _, ok := seen.Load("early"); return ok })
+		for _, reason := range []string{"miss", "early"} {
+			if v, _ := seen.Load(reason); v != "tenant-7" {
+				t.Errorf("batch %v: the %s load saw tenant %v, want tenant-7", batch, reason, v)
+			}
+		}
+		clk.Add(2 * time.Hour)
+	}
+}
+
+// Close while reads run: reads that start after it return ErrClosed,
+// nothing races (go test -race), and the key locks of the recomputes it
+// cancelled are released.
+func TestCloseWhileReading(t *testing.T) {
+	rdb := client(t, testenv.Redis(t))
+	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "closing", Prefix: "closing:", TTL: 50 * time.Millisecond})
+	load := func(ctx context.Context) (string, error) {
+		select {
+		case <-time.After(5 * time.Millisecond):
+			return "v", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	loadMany := func(ctx context.Context, keys []string) (map[string]string, error) {
+		out := map[string]string{}
+		for _, k := range keys {
+			v, err := load(ctx)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = v
+		}
+		return out, nil
+	}
+	var stop atomic.Bool
+	var closedSeen atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				key := itoa(int64(i%20 + 1))
+				var err error
+				if g%2 == 0 {
+					_, err = c.Get(context.Background(), key, load)
+				} else {
+					_, err = c.GetMany(context.Background(), []string{key, "x" + key}, loadMany)
+				}
+				if errors.Is(err, ErrClosed) {
+					closedSeen.Add(1)
+				}
+			}
+		})
+	}
+	time.Sleep(100 * time.Millisecond) // reads, misses and refreshes under way
+	c.Close()
+	waitFor(t, "reads refused after Close", 5*time.Second, func() bool { return closedSeen.Load() > 0 })
+	stop.Store(true)
+	wg.Wait()
+	if _, err := c.Get(context.Background(), "k", load); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Get after Close: %v, want ErrClosed", err)
+	}
+	noLocks(t, rdb, "closing:")
+}
