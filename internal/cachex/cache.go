@@ -31,6 +31,7 @@ type Cache[V any] struct {
 	refreshMu  sync.Mutex // guards refreshing
 	refreshing map[string]struct{}
 	slots      chan struct{} // background refresh slots
+	loading    chan struct{} // loader call slots (MaxLoads)
 	bounded    bool          // the client's own timeouts are within Options.Timeout
 
 	base   context.Context // cancelled by Close
@@ -73,6 +74,7 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache
 		scripts:    newScripts(),
 		refreshing: make(map[string]struct{}),
 		slots:      make(chan struct{}, opts.MaxRefreshes),
+		loading:    make(chan struct{}, opts.MaxLoads),
 		bounded:    bounded,
 	}
 	c.base, c.cancel = context.WithCancel(context.Background())
@@ -279,8 +281,36 @@ func (c *Cache[V]) encode(v V, notFound bool, delta time.Duration) ([]byte, time
 	return encodeEntry(make([]byte, 0, envHeaderSize+len(e.payload)), e), keep, nil
 }
 
+// errNoLoadSlot: an early refresh found every loader slot busy.
+var errNoLoadSlot = errors.New("cachex: every loader slot is busy")
+
+// loadSlot takes one of the MaxLoads slots, waiting until ctx ends; an early
+// refresh does not wait. The slot is returned by calling the function.
+func (c *Cache[V]) loadSlot(ctx context.Context, reason string) (func(), error) {
+	if reason == reasonEarly {
+		select {
+		case c.loading <- struct{}{}:
+			return func() { <-c.loading }, nil
+		default:
+			return nil, errNoLoadSlot
+		}
+	}
+	select {
+	case c.loading <- struct{}{}:
+		return func() { <-c.loading }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // compute calls the loader, timing it (the XFetch delta) and counting it.
 func (c *Cache[V]) compute(ctx context.Context, load func(context.Context) (V, error), reason string) (V, time.Duration, error) {
+	release, err := c.loadSlot(ctx, reason)
+	if err != nil {
+		var zero V
+		return zero, 0, err
+	}
+	defer release()
 	start := time.Now()
 	v, err := protect(c, func() (V, error) { return load(ctx) })
 	delta := time.Since(start)

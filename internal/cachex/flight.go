@@ -6,24 +6,24 @@ import (
 )
 
 // flight is one in-process recompute of a key that any number of callers
-// wait for. Its fields are written once, before done is closed.
+// wait for. Its outcome fields are written once, before done is closed.
 type flight[V any] struct {
 	done   chan struct{}
 	val    V
 	err    error
 	result string // what the wait amounts to: resultMiss, resultStale or resultBypass
+
+	// Guarded by flights.mu.
+	waiters int   // callers waiting for it
+	load    *load // the loader call that lands it; nil until started
+	landed  bool
 }
 
-// wait returns the flight's outcome, or ctx.Err() if the caller's context
-// ends first (the recompute goes on for the others).
-func (f *flight[V]) wait(ctx context.Context) (V, string, error) {
-	select {
-	case <-f.done:
-		return f.val, f.result, f.err
-	case <-ctx.Done():
-		var zero V
-		return zero, resultMiss, ctx.Err()
-	}
+// A load is one loader call that lands one flight (Get) or several
+// (GetMany). It is cancelled once no caller waits for any of them.
+type load struct {
+	live   int // its flights that still have a waiter; guarded by flights.mu
+	cancel context.CancelFunc
 }
 
 // flights deduplicates recomputes in this process: at most one per key is in
@@ -33,20 +33,62 @@ type flights[V any] struct {
 	m  map[string]*flight[V]
 }
 
-// join returns the key's flight and whether the caller leads it: a leader
-// must call land exactly once.
+// join returns the key's flight, counting the caller as one of its waiters,
+// and whether the caller leads it: a leader must start its load (start) and
+// land it exactly once.
 func (fs *flights[V]) join(key string) (*flight[V], bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if f, ok := fs.m[key]; ok {
+		f.waiters++
 		return f, false
 	}
 	if fs.m == nil {
 		fs.m = make(map[string]*flight[V])
 	}
-	f := &flight[V]{done: make(chan struct{})}
+	f := &flight[V]{done: make(chan struct{}), waiters: 1}
 	fs.m[key] = f
 	return f, true
+}
+
+// start records that one loader call, cancelled by cancel, lands the flights
+// led, which must all still have their leader waiting.
+func (fs *flights[V]) start(led []*flight[V], cancel context.CancelFunc) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	l := &load{live: len(led), cancel: cancel}
+	for _, f := range led {
+		f.load = l
+	}
+}
+
+// wait returns the flight's outcome, or ctx.Err() if the caller's context
+// ends first. A caller that gives up stops waiting; when the last waiter of
+// every flight of a load has gone, the load is cancelled and its flights are
+// forgotten, so that a later caller starts afresh instead of joining a
+// cancelled load.
+func (fs *flights[V]) wait(ctx context.Context, key string, f *flight[V]) (V, string, error) {
+	select {
+	case <-f.done:
+		return f.val, f.result, f.err
+	case <-ctx.Done():
+	}
+	fs.mu.Lock()
+	if !f.landed {
+		if f.waiters--; f.waiters == 0 {
+			if fs.m[key] == f {
+				delete(fs.m, key)
+			}
+			if l := f.load; l != nil {
+				if l.live--; l.live == 0 {
+					l.cancel()
+				}
+			}
+		}
+	}
+	fs.mu.Unlock()
+	var zero V
+	return zero, resultMiss, ctx.Err()
 }
 
 // busy reports whether a recompute of key is in flight.
@@ -60,7 +102,10 @@ func (fs *flights[V]) busy(key string) bool {
 // land publishes the outcome to every waiter and forgets the flight.
 func (fs *flights[V]) land(key string, f *flight[V], val V, result string, err error) {
 	fs.mu.Lock()
-	delete(fs.m, key)
+	if fs.m[key] == f {
+		delete(fs.m, key)
+	}
+	f.landed = true
 	fs.mu.Unlock()
 	f.val, f.result, f.err = val, result, err
 	close(f.done)

@@ -165,14 +165,15 @@ func (c *Cache[V]) getTTL(ctx context.Context, key string, load func(context.Con
 func (c *Cache[V]) bypass(ctx context.Context, key string, load func(context.Context) (V, error)) (V, error) {
 	f, leader := c.loads.join(key)
 	if leader {
+		lctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
+		c.loads.start([]*flight[V]{f}, cancel)
 		c.spawn(func() {
-			lctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
 			defer cancel()
 			v, _, err := c.compute(lctx, load, reasonMiss)
 			c.loads.land(key, f, v, resultBypass, err)
 		})
 	}
-	v, _, err := f.wait(ctx)
+	v, _, err := c.loads.wait(ctx, key, f)
 	c.m.gets[resultBypass].Inc()
 	return v, err
 }
@@ -183,8 +184,9 @@ func (c *Cache[V]) bypass(ctx context.Context, key string, load func(context.Con
 func (c *Cache[V]) recompute(ctx context.Context, key string, load func(context.Context) (V, error), e entry, expired bool) (V, error) {
 	f, leader := c.loads.join(key)
 	if leader {
+		lctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
+		c.loads.start([]*flight[V]{f}, cancel)
 		c.spawn(func() {
-			lctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
 			defer cancel()
 			var stale *entry
 			seen := "" // what the caller found in Redis (see lockSrc)
@@ -198,7 +200,7 @@ func (c *Cache[V]) recompute(ctx context.Context, key string, load func(context.
 			c.loads.land(key, f, v, result, err)
 		})
 	}
-	v, result, err := f.wait(ctx)
+	v, result, err := c.loads.wait(ctx, key, f)
 	c.m.gets[result].Inc()
 	return v, err
 }

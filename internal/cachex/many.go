@@ -224,8 +224,13 @@ func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[strin
 	if len(led) == 0 {
 		return fs
 	}
+	lctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
+	ledFlights := make([]*flight[V], len(led))
+	for i, k := range led {
+		ledFlights[i] = fs[k]
+	}
+	c.loads.start(ledFlights, cancel)
 	c.spawn(func() {
-		lctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
 		defer cancel()
 		if store {
 			led = c.landWritten(lctx, led, fs)
@@ -287,6 +292,11 @@ func (c *Cache[V]) land(k string, f *flight[V], v V, found bool, result string, 
 
 // computeMany calls the batch loader once and counts one recompute per key.
 func (c *Cache[V]) computeMany(ctx context.Context, keys []string, stale map[string]*entry, load func(context.Context, []string) (map[string]V, error)) (map[string]V, time.Duration, error) {
+	release, err := c.loadSlot(ctx, reasonMiss)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer release()
 	start := time.Now()
 	vals, err := protect(c, func() (map[string]V, error) { return load(ctx, keys) })
 	delta := time.Since(start)
@@ -307,7 +317,7 @@ func (c *Cache[V]) computeMany(ctx context.Context, keys []string, stale map[str
 func (c *Cache[V]) waitMany(ctx context.Context, out map[string]V, keys []string, fs map[string]*flight[V]) error {
 	var firstErr error
 	for _, k := range keys {
-		v, result, err := fs[k].wait(ctx)
+		v, result, err := c.loads.wait(ctx, k, fs[k])
 		c.m.gets[result].Inc()
 		switch {
 		case err == nil:
@@ -323,6 +333,11 @@ func (c *Cache[V]) waitMany(ctx context.Context, out map[string]V, keys []string
 // loadInto calls load once for keys without Redis and without deduplication
 // (strategy None).
 func (c *Cache[V]) loadInto(ctx context.Context, out map[string]V, keys []string, load func(context.Context, []string) (map[string]V, error), reason string) error {
+	release, err := c.loadSlot(ctx, reason)
+	if err != nil {
+		return err
+	}
+	defer release()
 	start := time.Now()
 	vals, err := protect(c, func() (map[string]V, error) { return load(ctx, keys) })
 	c.m.duration.Observe(time.Since(start).Seconds())
@@ -429,11 +444,17 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 	if len(mine) == 0 {
 		return
 	}
-	start := time.Now()
-	vals, err := protect(c, func() (map[string]V, error) { return load(ctx, mine) })
-	delta := time.Since(start)
-	c.m.duration.Observe(delta.Seconds())
-	c.countRecomputes(reasonEarly, len(mine), err)
+	var vals map[string]V
+	var delta time.Duration
+	release, err := c.loadSlot(ctx, reasonEarly)
+	if err == nil { // else every slot is busy: keep the current values, release the locks
+		start := time.Now()
+		vals, err = protect(c, func() (map[string]V, error) { return load(ctx, mine) })
+		release()
+		delta = time.Since(start)
+		c.m.duration.Observe(delta.Seconds())
+		c.countRecomputes(reasonEarly, len(mine), err)
+	}
 	_ = c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
 		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range mine {

@@ -78,6 +78,11 @@ type Options struct {
 	// MaxRefreshes bounds background early refreshes in flight in this
 	// process; more are skipped (the current value is still fresh). Default 64.
 	MaxRefreshes int
+	// MaxLoads bounds the loader calls of this cache running at once in this
+	// process (misses, bypasses, batches, early refreshes, and every call
+	// under strategies ttl and none). When all are busy, a read waits for
+	// one until its context ends, and an early refresh is skipped. Default 32.
+	MaxLoads int
 	// NegativeTTL, when positive (at least 1ms), caches a loader's not-found
 	// answer (an error matching ErrNotFound) for this long. Default 0: not
 	// cached.
@@ -151,6 +156,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxRefreshes <= 0 {
 		o.MaxRefreshes = 64
+	}
+	if o.MaxLoads <= 0 {
+		o.MaxLoads = 32
 	}
 	if o.BreakerFailures <= 0 {
 		o.BreakerFailures = 5
