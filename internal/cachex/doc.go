@@ -22,8 +22,8 @@
 //
 // Every read is one GET: the envelope stored under a key carries the value
 // and the XFetch inputs (computed-at time, delta, logical expiry), so no PTTL
-// round trip is needed. Writes that race with Invalidate cannot put an
-// outdated value back.
+// round trip is needed. A load that started before an Invalidate never
+// lands after it, on any path (a tombstone and guarded writes).
 //
 // The strategy can be switched at run time between XFetch (default), TTL (a
 // plain read-through cache: the stampede baseline) and None (no cache).

@@ -1,7 +1,10 @@
 package cachex
 
 import (
+	"crypto/rand"
+	"crypto/sha1"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"time"
 	"unsafe"
@@ -14,7 +17,9 @@ import (
 //	offset size field
 //	0      1    magic 0xCE
 //	1      1    format version (1)
-//	2      1    flags: bit 0 = negative entry (the loader said "not found")
+//	2      1    flags: bit 0 = negative entry (the loader said "not found"),
+//	            bit 1 = tombstone (written by Invalidate; the payload is a
+//	            random id that makes this invalidation unlike any other)
 //	3      8    computedAt, Unix milliseconds, big endian
 //	11     8    logical expiry, Unix milliseconds, big endian
 //	19     4    delta: how long the recompute took, microseconds, big endian
@@ -24,6 +29,7 @@ const (
 	envVersion    = 1
 	envHeaderSize = 23
 	flagNegative  = 1 << 0
+	flagTombstone = 1 << 1
 )
 
 // errCorrupt reports a value that is not a cachex envelope of this version.
@@ -35,10 +41,12 @@ type entry struct {
 	expiry     time.Time
 	delta      time.Duration
 	negative   bool
-	payload    []byte                  // aliases the decoded buffer
-	header     [envHeaderSize - 3]byte // computedAt, expiry, delta: identifies this write
-	corrupt    bool                    // set by lookup for an entry it could not decode
-	found      bool                    // set by readMany for an entry it decoded
+	tombstone  bool
+	payload    []byte // aliases the decoded buffer
+	raw        string // everything stored under the key ("" when absent): its identity
+	corrupt    bool   // set by lookup for an entry it could not decode
+	foreign    bool   // set by lookup for a key of another type than string
+	found      bool   // set by readMany for an entry it decoded
 }
 
 // encodeEntry appends the envelope of e with payload to dst.
@@ -60,7 +68,7 @@ func encodeEntry(dst []byte, e entry) []byte {
 // decodeEntry parses an envelope. It never panics, whatever b holds, and
 // rejects anything this version did not write.
 func decodeEntry(b []byte) (entry, error) {
-	if len(b) < envHeaderSize || b[0] != envMagic || b[1] != envVersion || b[2]&^flagNegative != 0 {
+	if len(b) < envHeaderSize || b[0] != envMagic || b[1] != envVersion || b[2]&^(flagNegative|flagTombstone) != 0 {
 		return entry{}, errCorrupt
 	}
 	computed := int64(binary.BigEndian.Uint64(b[3:]))
@@ -73,13 +81,40 @@ func decodeEntry(b []byte) (entry, error) {
 		expiry:     time.UnixMilli(expiry),
 		delta:      time.Duration(binary.BigEndian.Uint32(b[19:])) * time.Microsecond,
 		negative:   b[2]&flagNegative != 0,
+		tombstone:  b[2]&flagTombstone != 0,
 		payload:    b[envHeaderSize:],
 	}
-	copy(e.header[:], b[3:envHeaderSize])
-	if e.negative && len(e.payload) > 0 {
+	if e.negative && (len(e.payload) > 0 || e.tombstone) {
 		return entry{}, errCorrupt
 	}
 	return e, nil
+}
+
+// tombstone returns what Invalidate stores: an envelope that no read serves
+// and no write made before it can match (its payload is random).
+func tombstone(now time.Time) []byte {
+	id := make([]byte, 16)
+	_, _ = rand.Read(id)
+	b := encodeEntry(nil, entry{computedAt: now, expiry: now, payload: id})
+	b[2] = flagTombstone
+	return b
+}
+
+// identity is what the scripts compare a stored value with (identitySrc):
+// the SHA-1 of everything stored under the key, "" when it was absent, or
+// "foreign" for a key of another type. It depends on no byte offset of the
+// envelope.
+func (e *entry) identity() string {
+	switch {
+	case e == nil:
+		return ""
+	case e.foreign:
+		return "foreign"
+	case e.raw == "":
+		return ""
+	}
+	sum := sha1.Sum(bytesOf(e.raw))
+	return hex.EncodeToString(sum[:])
 }
 
 // bytesOf views a Redis reply as bytes without copying it. The bytes must not

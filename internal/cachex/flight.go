@@ -99,6 +99,14 @@ func (fs *flights[V]) busy(key string) bool {
 	return ok
 }
 
+// forget makes the key's flight in progress, if any, one that no later
+// caller joins: its waiters still get its outcome.
+func (fs *flights[V]) forget(key string) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	delete(fs.m, key)
+}
+
 // land publishes the outcome to every waiter and forgets the flight.
 func (fs *flights[V]) land(key string, f *flight[V], val V, result string, err error) {
 	fs.mu.Lock()

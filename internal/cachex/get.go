@@ -79,15 +79,19 @@ func (c *Cache[V]) lookup(ctx context.Context, rk string) (e entry, v V, found, 
 	case unreachable(err):
 		return e, v, false, true, nil
 	default: // an error reply, e.g. WRONGTYPE: a foreign key, overwritten below
-		return e, v, false, false, nil
+		return entry{foreign: true}, v, false, false, nil
 	}
 	if e, err = decodeEntry(bytesOf(raw)); err == nil {
+		e.raw = raw
+		if e.tombstone { // invalidated: a miss
+			return e, v, false, false, nil
+		}
 		if v, err = c.decode(e); err == nil || errors.Is(err, ErrNotFound) {
 			return e, v, true, false, nil
 		}
 	}
 	c.m.redisErrs.WithLabelValues("decode").Inc()
-	return entry{corrupt: true}, v, false, false, nil
+	return entry{corrupt: true, raw: raw}, v, false, false, nil
 }
 
 func (c *Cache[V]) getXFetch(ctx context.Context, key string, load func(context.Context) (V, error), beta float64) (V, error) {
@@ -157,7 +161,7 @@ func (c *Cache[V]) getTTL(ctx context.Context, key string, load func(context.Con
 		return nv, lerr
 	}
 	c.m.gets[resultMiss].Inc()
-	c.store(ctx, rk, "", nv, lerr, delta)
+	c.store(ctx, rk, "", e.identity(), nv, lerr, delta)
 	return nv, lerr
 }
 
@@ -189,14 +193,10 @@ func (c *Cache[V]) recompute(ctx context.Context, key string, load func(context.
 		c.spawn(func() {
 			defer cancel()
 			var stale *entry
-			seen := "" // what the caller found in Redis (see lockSrc)
-			switch {
-			case expired:
-				stale, seen = &e, seenHeader(&e)
-			case e.corrupt:
-				seen = "*"
+			if expired {
+				stale = &e
 			}
-			v, result, err := c.lead(lctx, key, load, stale, seen)
+			v, result, err := c.lead(lctx, key, load, stale, e.identity())
 			c.loads.land(key, f, v, result, err)
 		})
 	}
@@ -209,7 +209,8 @@ func (c *Cache[V]) recompute(ctx context.Context, key string, load func(context.
 // key's lock in Redis (the lease). If another instance holds it, that
 // instance is recomputing: an expired value is served meanwhile, and a cold
 // miss waits up to LeaseWait for the other instance's value instead of
-// recomputing too.
+// recomputing too. seen is the identity of what the caller read; a value
+// computed without the lock is written only if the key still holds it.
 func (c *Cache[V]) lead(ctx context.Context, key string, load func(context.Context) (V, error), stale *entry, seen string) (V, string, error) {
 	rk := c.redisKey(key)
 	reason := reasonMiss
@@ -224,9 +225,11 @@ func (c *Cache[V]) lead(ctx context.Context, key string, load func(context.Conte
 		case state == locked:
 			token = t
 		case state == changed: // written since we looked: read it, no recompute needed
-			if e, v, found, _, _ := c.lookup(ctx, rk); found && !e.negative && c.opts.Now().Before(e.expiry) {
+			e, v, found, _, _ := c.lookup(ctx, rk)
+			if found && !e.negative && c.opts.Now().Before(e.expiry) {
 				return v, resultHit, nil
 			}
+			seen = e.identity() // the load starts after this read
 		case stale != nil: // another instance is recomputing: serve the old value meanwhile
 			sv, err := c.decode(*stale)
 			return sv, resultStale, err
@@ -247,7 +250,7 @@ func (c *Cache[V]) lead(ctx context.Context, key string, load func(context.Conte
 		}
 		return v, resultMiss, err
 	}
-	c.store(ctx, rk, token, v, err, delta)
+	c.store(ctx, rk, token, seen, v, err, delta)
 	return v, resultMiss, err
 }
 
@@ -299,15 +302,6 @@ func (c *Cache[V]) lock(ctx context.Context, rk, token, seen string) (int, error
 	return int(state), err
 }
 
-// seenHeader is what lockSrc compares the stored envelope with; nil means
-// the key was absent.
-func seenHeader(e *entry) string {
-	if e == nil {
-		return ""
-	}
-	return string(e.header[:])
-}
-
 // unlock releases the key's lock if token still holds it; "" is a no-op.
 func (c *Cache[V]) unlock(rk, token string) {
 	if token == "" || !c.brk.allow() {
@@ -322,8 +316,10 @@ func (c *Cache[V]) unlock(rk, token string) {
 
 // store writes a computed value (or, for ErrNotFound, a negative entry or a
 // deletion). With a token it writes only while the lock is still the
-// caller's, and releases it.
-func (c *Cache[V]) store(ctx context.Context, rk, token string, v V, loadErr error, delta time.Duration) {
+// caller's, and releases it; without one, only while the key still holds
+// what the caller saw (seen) before its load began. Either way a load that
+// started before an Invalidate never lands after it.
+func (c *Cache[V]) store(ctx context.Context, rk, token, seen string, v V, loadErr error, delta time.Duration) {
 	notFound := errors.Is(loadErr, ErrNotFound)
 	var payload []byte
 	var keep time.Duration
@@ -341,14 +337,10 @@ func (c *Cache[V]) store(ctx context.Context, rk, token string, v V, loadErr err
 	// The write (and the release of the lock with it) happens even when the
 	// caller's context ended meanwhile, or Close cancelled the recompute.
 	_ = c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
-		switch {
-		case token != "":
+		if token != "" {
 			return c.scripts.finish.Run(ctx, c.rdb, []string{rk, lockKey(rk)}, token, payload, keep.Milliseconds()).Err()
-		case payload == nil:
-			return c.rdb.Del(ctx, rk).Err()
-		default:
-			return c.rdb.Set(ctx, rk, payload, keep).Err()
 		}
+		return c.scripts.put.Run(ctx, c.rdb, []string{rk}, seen, payload, keep.Milliseconds()).Err()
 	})
 }
 

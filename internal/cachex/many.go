@@ -51,15 +51,22 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx con
 	}
 	if down {
 		keys = unique(keys)
-		return out, c.waitMany(ctx, out, keys, c.startMany(ctx, keys, nil, load, false))
+		return out, c.waitMany(ctx, out, keys, c.startMany(ctx, keys, nil, nil, load, false))
 	}
 	// Repeated keys are read twice (harmless) and deduplicated below, where
 	// it matters: before loading or refreshing.
 	var need, early []string
 	var stale, seen map[string]*entry // rare: made on first use
+	var read map[string]string        // what each key to load held: its identity
 	now := c.opts.Now()
 	for i, k := range keys {
 		e := &entries[i]
+		if !e.found || !now.Before(e.expiry) {
+			if read == nil {
+				read = map[string]string{}
+			}
+			read[k] = e.identity()
+		}
 		switch {
 		case !e.found:
 			need = append(need, k)
@@ -93,9 +100,9 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx con
 		return out, nil
 	}
 	if strategy == TTL { // the baseline: no deduplication
-		return out, c.loadTTL(ctx, out, need, stale, load)
+		return out, c.loadTTL(ctx, out, need, stale, read, load)
 	}
-	return out, c.waitMany(ctx, out, need, c.startMany(ctx, need, stale, load, true))
+	return out, c.waitMany(ctx, out, need, c.startMany(ctx, need, stale, read, load, true))
 }
 
 // readMany fetches and decodes keys; entries[i].found is false for a miss or
@@ -125,7 +132,11 @@ func (c *Cache[V]) readMany(ctx context.Context, keys []string) (entries []entry
 		if !ok {
 			continue
 		}
+		entries[i].raw = s // a miss, a tombstone or a corrupt entry keeps its identity
 		e, err := decodeEntry(bytesOf(s))
+		if err == nil && e.tombstone {
+			continue
+		}
 		if err == nil && !e.negative {
 			values[i], err = c.decode(e)
 		}
@@ -133,7 +144,7 @@ func (c *Cache[V]) readMany(ctx context.Context, keys []string) (entries []entry
 			c.m.redisErrs.WithLabelValues("decode").Inc()
 			continue
 		}
-		e.found = true
+		e.found, e.raw = true, s
 		entries[i] = e
 	}
 	return entries, values, false, nil
@@ -210,8 +221,9 @@ func (c *Cache[V]) redisKeys(keys []string) []string {
 
 // startMany joins or starts the in-process recompute of each key. Keys this
 // call leads are loaded by one call of load in the background (and written
-// back when store is set). It returns the flights to wait for, by key.
-func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[string]*entry, load func(context.Context, []string) (map[string]V, error), store bool) map[string]*flight[V] {
+// back when store is set, each only if it still holds what read says it
+// held). It returns the flights to wait for, by key.
+func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[string]*entry, read map[string]string, load func(context.Context, []string) (map[string]V, error), store bool) map[string]*flight[V] {
 	fs := make(map[string]*flight[V], len(keys))
 	var led []string
 	for _, k := range keys {
@@ -233,14 +245,13 @@ func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[strin
 	c.spawn(func() {
 		defer cancel()
 		if store {
-			led = c.landWritten(lctx, led, fs)
-			if len(led) == 0 {
+			if led, read = c.landWritten(lctx, led, fs); len(led) == 0 {
 				return
 			}
 		}
 		vals, delta, err := c.computeMany(lctx, led, stale, load)
 		if err == nil && store {
-			c.storeMany(lctx, led, vals, delta)
+			c.storeMany(lctx, led, vals, delta, read)
 		}
 		for _, k := range led {
 			v, found := vals[k]
@@ -259,27 +270,30 @@ func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[strin
 }
 
 // landWritten reads keys again and lands the flights of those that now hold
-// a fresh value, returning the rest. A caller's read can predate a recompute
-// that landed just before this call joined: without the second read the key
-// would be computed twice (the batch form of lockSrc's check).
-func (c *Cache[V]) landWritten(ctx context.Context, keys []string, fs map[string]*flight[V]) []string {
+// a fresh value, returning the rest and what they hold now (the load starts
+// after this read). A caller's read can predate a recompute that landed just
+// before this call joined: without the second read the key would be computed
+// twice (the batch form of lockSrc's check). If the read fails, the rest is
+// keys and nothing is known of them: nothing will be written.
+func (c *Cache[V]) landWritten(ctx context.Context, keys []string, fs map[string]*flight[V]) ([]string, map[string]string) {
 	entries, values, down, err := c.readMany(ctx, keys)
 	if down || err != nil {
-		return keys
+		return keys, nil
 	}
-	now, todo := c.opts.Now(), keys[:0:0]
+	now, todo, read := c.opts.Now(), keys[:0:0], make(map[string]string, len(keys))
 	for i, k := range keys {
 		e := &entries[i]
 		switch {
 		case !e.found || !now.Before(e.expiry):
 			todo = append(todo, k)
+			read[k] = e.identity()
 		case e.negative:
 			c.loads.land(k, fs[k], values[i], resultHit, ErrNotFound)
 		default:
 			c.loads.land(k, fs[k], values[i], resultHit, nil)
 		}
 	}
-	return todo
+	return todo, read
 }
 
 // land completes a key's flight: its value, not found, or the batch's error.
@@ -350,7 +364,7 @@ func (c *Cache[V]) loadInto(ctx context.Context, out map[string]V, keys []string
 
 // loadTTL is the baseline for batches: load what is missing, write it back,
 // no deduplication.
-func (c *Cache[V]) loadTTL(ctx context.Context, out map[string]V, keys []string, stale map[string]*entry, load func(context.Context, []string) (map[string]V, error)) error {
+func (c *Cache[V]) loadTTL(ctx context.Context, out map[string]V, keys []string, stale map[string]*entry, read map[string]string, load func(context.Context, []string) (map[string]V, error)) error {
 	vals, delta, err := c.computeMany(ctx, keys, stale, load)
 	for _, k := range keys {
 		if err != nil && stale[k] != nil {
@@ -366,31 +380,32 @@ func (c *Cache[V]) loadTTL(ctx context.Context, out map[string]V, keys []string,
 		}
 	}
 	if err == nil {
-		c.storeMany(ctx, keys, vals, delta)
+		c.storeMany(ctx, keys, vals, delta, read)
 	}
 	return err
 }
 
 // storeMany writes the values of keys (negative entries or deletions for the
-// keys without one) in one pipeline.
-func (c *Cache[V]) storeMany(ctx context.Context, keys []string, vals map[string]V, delta time.Duration) {
-	if !c.brk.allow() {
+// keys without one) in one pipeline, each only if the key still holds what
+// read says it held before the load began (putSrc). Without read (nothing is
+// known of the keys) it writes nothing.
+func (c *Cache[V]) storeMany(ctx context.Context, keys []string, vals map[string]V, delta time.Duration, read map[string]string) {
+	if read == nil || !c.brk.allow() {
 		return
 	}
 	_ = c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
 		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
 				v, found := vals[k]
-				rk := c.redisKey(k)
-				if !found && c.opts.NegativeTTL <= 0 {
-					p.Del(ctx, rk)
-					continue
+				var payload []byte
+				var keep time.Duration
+				if found || c.opts.NegativeTTL > 0 {
+					var err error
+					if payload, keep, err = c.encode(v, !found, delta); err != nil {
+						return err
+					}
 				}
-				payload, keep, err := c.encode(v, !found, delta)
-				if err != nil {
-					return err
-				}
-				p.Set(ctx, rk, payload, keep)
+				c.scripts.put.Eval(ctx, p, []string{c.redisKey(k)}, read[k], payload, keep.Milliseconds())
 			}
 			return nil
 		})
@@ -417,7 +432,7 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, k := range keys {
 				rk := c.redisKey(k)
-				locks[i] = c.scripts.lock.Eval(ctx, p, []string{rk, lockKey(rk)}, token, c.opts.LoadTimeout.Milliseconds(), seenHeader(seen[k]))
+				locks[i] = c.scripts.lock.Eval(ctx, p, []string{rk, lockKey(rk)}, token, c.opts.LoadTimeout.Milliseconds(), seen[k].identity())
 			}
 			return nil
 		})

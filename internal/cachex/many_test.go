@@ -219,7 +219,7 @@ func TestGetManyDoesNotRecomputeWhatLandedAfterItsRead(t *testing.T) {
 	late := &batchLoader{}
 	out := map[string]string{}
 	keys := []string{"a", "gone", "b"} // as read before the first batch landed
-	if err := c.waitMany(ctx, out, keys, c.startMany(ctx, keys, nil, late.load, true)); err != nil {
+	if err := c.waitMany(ctx, out, keys, c.startMany(ctx, keys, nil, nil, late.load, true)); err != nil {
 		t.Fatal(err)
 	}
 	if len(late.calls) != 1 || !slices.Equal(late.calls[0], []string{"b"}) {

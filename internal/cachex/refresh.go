@@ -66,7 +66,7 @@ func (c *Cache[V]) inBackground(ctx context.Context, keys []string, refresh func
 func (c *Cache[V]) refresh(ctx context.Context, key string, load func(context.Context) (V, error), seen entry, lead time.Duration) {
 	rk := c.redisKey(key)
 	token := newToken()
-	state, err := c.lock(ctx, rk, token, seenHeader(&seen))
+	state, err := c.lock(ctx, rk, token, seen.identity())
 	if err != nil || state == changed {
 		return
 	}
@@ -80,7 +80,7 @@ func (c *Cache[V]) refresh(ctx context.Context, key string, load func(context.Co
 		c.unlock(rk, token) // keep serving the current value; a later read retries
 		return
 	}
-	c.store(ctx, rk, token, v, err, delta)
+	c.store(ctx, rk, token, "", v, err, delta)
 }
 
 // refreshInFlight reports whether this process is refreshing key.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-lab/stampede/internal/testenv"
 )
@@ -136,9 +137,20 @@ func TestInvalidateDropsTheWriteOfARefreshInFlight(t *testing.T) {
 	}
 	close(old.release)
 	c.Close()
-	if n := rdb.Exists(ctx, c.redisKey("k")).Val(); n != 0 {
+	if !invalidated(t, rdb, c.redisKey("k")) {
 		t.Fatalf("the outdated refresh wrote its value back after Invalidate")
 	}
+}
+
+// invalidated reports whether rk holds Invalidate's tombstone.
+func invalidated(t *testing.T, rdb redis.UniversalClient, rk string) bool {
+	t.Helper()
+	raw, err := rdb.Get(context.Background(), rk).Result()
+	if err != nil {
+		return false
+	}
+	e, err := decodeEntry([]byte(raw))
+	return err == nil && e.tombstone
 }
 
 func TestInvalidateMany(t *testing.T) {
@@ -154,9 +166,9 @@ func TestInvalidateMany(t *testing.T) {
 	if err := c.Invalidate(ctx, "a", "b"); err != nil {
 		t.Fatal(err)
 	}
-	for k, want := range map[string]int64{"a": 0, "b": 0, "c": 1} {
-		if n := rdb.Exists(ctx, c.redisKey(k)).Val(); n != want {
-			t.Errorf("key %s exists=%d, want %d", k, n, want)
+	for k, want := range map[string]bool{"a": true, "b": true, "c": false} {
+		if got := invalidated(t, rdb, c.redisKey(k)); got != want {
+			t.Errorf("key %s invalidated=%v, want %v", k, got, want)
 		}
 	}
 	if v, _ := c.Get(ctx, "a", l.load); v != "v4" {

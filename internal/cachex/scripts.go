@@ -26,30 +26,50 @@ const unlockSrc = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`
 
+// identitySrc is the Lua function the scripts compare what a key holds with
+// what a caller saw (entry.identity): the SHA-1 of the string stored, "" when
+// the key is absent, "foreign" when it holds another type.
+const identitySrc = `
+local function identity(key)
+  local v = redis.pcall('GET', key)
+  if type(v) == 'table' then return 'foreign' end
+  return v and redis.sha1hex(v) or ''
+end
+`
+
 // lockSrc takes a key's lock only if the value is still the one the caller
-// saw: the same envelope header, or still absent. Without the check, a read
-// that fetched the old value just before another refresh wrote the new one
-// would take the freshly released lock and recompute a second time.
+// saw (the same SHA-1, or still absent). Without the check, a read that
+// fetched the old value just before another refresh wrote the new one would
+// take the freshly released lock and recompute a second time.
 //
 //	KEYS[1] value key, KEYS[2] lock key (same hash slot)
-//	ARGV[1] token, ARGV[2] PX milliseconds,
-//	ARGV[3] header seen ("" = absent, "*" = anything: a corrupt entry)
+//	ARGV[1] token, ARGV[2] PX milliseconds, ARGV[3] identity seen ("" = absent)
 //	returns 1 locked, 0 held by another, -1 value changed since it was seen
-const lockSrc = `
-if ARGV[3] ~= '*' then
-  local v = redis.call('GET', KEYS[1])
-  local seen = v and string.sub(v, 4, 23) or ''
-  if seen ~= ARGV[3] then return -1 end
-end
+const lockSrc = identitySrc + `
+if identity(KEYS[1]) ~= ARGV[3] then return -1 end
 if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 return 0`
+
+// putSrc writes a value computed without the key's lock only if the key
+// still holds what the caller saw before its load began (the same SHA-1, or
+// still absent). An Invalidate in between stores a tombstone, so a load that
+// started before it cannot put its outdated value back afterwards. An empty
+// value deletes the entry.
+//
+//	KEYS[1] value key, ARGV[1] identity seen ("" = absent), ARGV[2] envelope
+//	or "", ARGV[3] PX milliseconds
+//	returns 1 written, 0 the key changed since it was seen
+const putSrc = identitySrc + `
+if identity(KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
+return 1`
 
 // scripts are the Lua scripts a cache runs by SHA (EVALSHA, falling back to
 // EVAL when the server does not have them yet).
 type scripts struct {
-	lock, finish, unlock *redis.Script
+	lock, finish, unlock, put *redis.Script
 }
 
 func newScripts() scripts {
-	return scripts{lock: redis.NewScript(lockSrc), finish: redis.NewScript(finishSrc), unlock: redis.NewScript(unlockSrc)}
+	return scripts{lock: redis.NewScript(lockSrc), finish: redis.NewScript(finishSrc), unlock: redis.NewScript(unlockSrc), put: redis.NewScript(putSrc)}
 }

@@ -1,0 +1,159 @@
+package cachex
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-lab/stampede/internal/testenv"
+)
+
+// source is the source of truth: a version that writers bump. Its loader
+// reads the version when it starts and, while gate is open, waits before
+// answering, as a slow query that read before a concurrent write would.
+type source struct {
+	version atomic.Int64
+	reading atomic.Int64 // loads that have read the version
+	gate    chan struct{}
+}
+
+func newSource() *source {
+	s := &source{gate: make(chan struct{})}
+	s.version.Store(1)
+	return s
+}
+
+func (s *source) load(ctx context.Context) (string, error) {
+	v := s.version.Load()
+	s.reading.Add(1)
+	select {
+	case <-s.gate:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	return "v" + itoa(v), nil
+}
+
+func (s *source) loadMany(ctx context.Context, keys []string) (map[string]string, error) {
+	v, err := s.load(ctx)
+	out := map[string]string{}
+	for _, k := range keys {
+		out[k] = v
+	}
+	return out, err
+}
+
+// failLock makes the single-key lock script fail, as a Redis error would.
+type failLock struct{}
+
+func (failLock) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (failLock) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (failLock) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	lock := redis.NewScript(lockSrc).Hash()
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && (args[1] == lock || args[1] == lockSrc) {
+			cmd.SetErr(redisErrReply("ERR injected lock failure"))
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// A load that started before Invalidate never lands after it, on any path:
+// the loader reads the source, the source changes and Invalidate returns,
+// then the loader answers with what it read; afterwards every read sees the
+// new version.
+func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
+	single := testenv.Redis(t)
+	parent := t
+	var cluster *testenv.Cluster
+	paths := map[string]struct {
+		opts    Options
+		cluster bool
+		prepare func(t *testing.T, c *Cache[string], rdb redis.UniversalClient)
+		read    func(c *Cache[string], s *source) (string, error)
+	}{
+		"get under the lease": {opts: Options{}},
+		"get without a lease": {opts: Options{NoLease: true}},
+		"get whose lock call failed": {opts: Options{}, prepare: func(t *testing.T, c *Cache[string], rdb redis.UniversalClient) {
+			rdb.(*redis.Client).AddHook(failLock{})
+		}},
+		"get after the lease wait gave up": {opts: Options{LeaseWait: 20 * time.Millisecond}, prepare: func(t *testing.T, c *Cache[string], rdb redis.UniversalClient) {
+			rk := c.redisKey("k") // another instance holds the lock and never writes
+			if err := rdb.Set(context.Background(), lockKey(rk), "other", time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		"get under ttl":               {opts: Options{Strategy: TTL}},
+		"batch":                       {opts: Options{}},
+		"batch under ttl":             {opts: Options{Strategy: TTL}},
+		"cluster get without a lease": {opts: Options{NoLease: true}, cluster: true},
+		"cluster batch":               {opts: Options{}, cluster: true},
+	}
+	for name, p := range paths {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			var rdb redis.UniversalClient
+			if p.cluster {
+				if cluster == nil {
+					cluster = testenv.RedisCluster(parent, 3) // shared by the cluster paths
+				}
+				opt := cluster.Client.Options()
+				opt.ContextTimeoutEnabled = true
+				cc := redis.NewClusterClient(opt)
+				t.Cleanup(func() { _ = cc.Close() })
+				rdb = cc
+			} else {
+				rdb = client(t, single)
+			}
+			opts := p.opts
+			opts.Name, opts.Prefix, opts.TTL = "inv", "inv-"+itoa(time.Now().UnixNano())+":", time.Minute
+			c, _ := newCache(t, rdb, JSON[string]{}, opts)
+			if p.prepare != nil {
+				p.prepare(t, c, rdb)
+			}
+			batch := name == "batch" || name == "batch under ttl" || name == "cluster batch"
+			read := func(load func(context.Context) (string, error)) (string, error) {
+				if !batch {
+					return c.Get(ctx, "k", load)
+				}
+				got, err := c.GetMany(ctx, []string{"k"}, func(ctx context.Context, keys []string) (map[string]string, error) {
+					v, err := load(ctx)
+					return map[string]string{"k": v}, err
+				})
+				return got["k"], err
+			}
+			s := newSource()
+			done := make(chan string, 1)
+			go func() { v, _ := read(s.load); done <- v }()
+			waitFor(t, "the load to read the source", 5*time.Second, func() bool { return s.reading.Load() == 1 })
+			s.version.Store(2) // the write to the source of truth commits
+			if err := c.Invalidate(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			// In this process, a read that starts now does not join the
+			// load in flight: it loads version 2 while the old one waits.
+			fresh := &source{gate: make(chan struct{})}
+			fresh.version.Store(2)
+			close(fresh.gate)
+			if v, err := read(fresh.load); err != nil || v != "v2" {
+				t.Fatalf("a read after Invalidate returned: %q, %v; want v2", v, err)
+			}
+			close(s.gate) // the old load answers with version 1 and tries to write it
+			if v := <-done; v != "v1" {
+				t.Fatalf("the read that started first got %q, want its own v1", v)
+			}
+			never := func(context.Context) (string, error) { return "v2", nil }
+			for range 3 {
+				if v, err := read(never); err != nil || v != "v2" {
+					t.Fatalf("a read after the old load ended: %q, %v; want v2 (the old load wrote v1 back)", v, err)
+				}
+			}
+		})
+	}
+}
