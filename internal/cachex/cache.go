@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,12 +28,14 @@ type Cache[V any] struct {
 	strategy atomic.Value  // Strategy
 	beta     atomic.Uint64 // math.Float64bits of the default beta
 
-	loads      flights[V] // recomputes that callers wait for
-	refreshMu  sync.Mutex // guards refreshing
-	refreshing map[string]struct{}
-	slots      chan struct{} // background refresh slots
-	loading    chan struct{} // loader call slots (MaxLoads)
-	bounded    bool          // the client's own timeouts are within Options.Timeout
+	versions    string     // keyVersions(opts.Version)
+	invalidated []string   // what follows the braces of the keys Invalidate clears
+	loads       flights[V] // recomputes that callers wait for
+	refreshMu   sync.Mutex // guards refreshing
+	refreshing  map[string]struct{}
+	slots       chan struct{} // background refresh slots
+	loading     chan struct{} // loader call slots (MaxLoads)
+	bounded     bool          // the client's own timeouts are within Options.Timeout
 
 	base   context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -75,7 +78,12 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache
 		refreshing: make(map[string]struct{}),
 		slots:      make(chan struct{}, opts.MaxRefreshes),
 		loading:    make(chan struct{}, opts.MaxLoads),
+		versions:   keyVersions(opts.Version),
 		bounded:    bounded,
+	}
+	c.invalidated = []string{c.versions}
+	for _, v := range opts.InvalidateVersions {
+		c.invalidated = append(c.invalidated, keyVersions(v))
 	}
 	c.base, c.cancel = context.WithCancel(context.Background())
 	c.SetStrategy(opts.Strategy)
@@ -191,8 +199,16 @@ func (c *Cache[V]) spawn(f func()) {
 }
 
 // redisKey is the key of a value; lockKey(redisKey) is its lock. The braces
-// make both one hash slot, so Lua can touch both in Redis Cluster.
-func (c *Cache[V]) redisKey(key string) string { return "{" + c.opts.Prefix + key + "}" }
+// make both one hash slot, so Lua can touch both in Redis Cluster. The
+// versions after them keep the entries of two versions of a service (or of
+// cachex's envelope) apart during a rolling upgrade.
+func (c *Cache[V]) redisKey(key string) string { return "{" + c.opts.Prefix + key + "}" + c.versions }
+
+// keyVersions is what follows a key's braces: the envelope's version and the
+// value's (Options.Version).
+func keyVersions(valueVersion string) string {
+	return ":e" + strconv.Itoa(envVersion) + "." + valueVersion
+}
 
 func lockKey(redisKey string) string { return redisKey + ":lock" }
 

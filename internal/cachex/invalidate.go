@@ -15,8 +15,9 @@ import (
 // what they read before loading, which the tombstone is not. In this
 // process, a read that starts after Invalidate returns never joins a load
 // that started before it. Call it after the write to the source of truth has
-// committed. It returns an error when Redis could not be reached; the
-// entries then expire by themselves within TTL + Grace.
+// committed. Entries of Options.InvalidateVersions are cleared too. It
+// returns an error when Redis could not be reached; the entries then expire
+// by themselves within TTL + Grace.
 func (c *Cache[V]) Invalidate(ctx context.Context, keys ...string) error {
 	if len(keys) == 0 {
 		return nil
@@ -28,9 +29,12 @@ func (c *Cache[V]) Invalidate(ctx context.Context, keys ...string) error {
 	err := c.redisCall(ctx, "del", func(ctx context.Context) error {
 		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
-				rk := c.redisKey(k)
-				p.Set(ctx, rk, tomb, keep)
-				p.Del(ctx, lockKey(rk)) // one hash slot: fine on a cluster
+				base := "{" + c.opts.Prefix + k + "}"
+				for _, versions := range c.invalidated {
+					rk := base + versions
+					p.Set(ctx, rk, tomb, keep)
+					p.Del(ctx, lockKey(rk)) // one hash slot: fine on a cluster
+				}
 			}
 			return nil
 		})

@@ -200,7 +200,7 @@ func (c *Cache[V]) fetch(ctx context.Context, rks []string) ([]any, error) {
 func (c *Cache[V]) redisKeys(keys []string) []string {
 	n := 0
 	for _, k := range keys {
-		n += len(c.opts.Prefix) + len(k) + 2
+		n += len(c.opts.Prefix) + len(k) + 2 + len(c.versions)
 	}
 	var b strings.Builder
 	b.Grow(n)
@@ -209,10 +209,11 @@ func (c *Cache[V]) redisKeys(keys []string) []string {
 		b.WriteString(c.opts.Prefix)
 		b.WriteString(k)
 		b.WriteByte('}')
+		b.WriteString(c.versions)
 	}
 	all, rks, at := b.String(), make([]string, len(keys)), 0
 	for i, k := range keys {
-		end := at + len(c.opts.Prefix) + len(k) + 2
+		end := at + len(c.opts.Prefix) + len(k) + 2 + len(c.versions)
 		rks[i] = all[at:end]
 		at = end
 	}

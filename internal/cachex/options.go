@@ -56,8 +56,21 @@ type Options struct {
 	// Strategy is the initial strategy. Default XFetch.
 	Strategy Strategy
 	// Prefix starts every Redis key. Default Name + ":". Keys are
-	// "{Prefix+key}" and "{Prefix+key}:lock", one hash slot per key.
+	// "{Prefix+key}:e<envelope version>.<Version>" and that plus ":lock",
+	// one hash slot per key.
 	Prefix string
+	// Version is the version of the values' encoding: change it when V or
+	// the codec changes in a way older code cannot read. Entries of
+	// different versions live under different keys, so two versions of a
+	// service running side by side during a rolling upgrade never take each
+	// other's entries for corrupt ones. Default "" (any string without { or
+	// }).
+	Version string
+	// InvalidateVersions are the other value versions whose entries
+	// Invalidate also clears: during a rolling upgrade, the version being
+	// replaced (in the new code) or the one coming (in the old), so that a
+	// write through either invalidates both.
+	InvalidateVersions []string
 
 	// Timeout bounds each Redis call. Default 100ms. The client must honour
 	// context deadlines (redis.Options.ContextTimeoutEnabled) or have read
@@ -124,8 +137,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.NegativeTTL > 0 && o.NegativeTTL < time.Millisecond {
 		return o, fmt.Errorf("cachex: %s: Options.NegativeTTL %v is below 1ms", o.Name, o.NegativeTTL)
 	}
-	if strings.ContainsAny(o.Name, "{}") || strings.ContainsAny(o.Prefix, "{}") {
-		return o, fmt.Errorf("cachex: %s: Name and Prefix must not contain { or }: keys put the hash tag around them", o.Name)
+	if strings.ContainsAny(o.Name+o.Prefix+o.Version+strings.Join(o.InvalidateVersions, ""), "{}") {
+		return o, fmt.Errorf("cachex: %s: Name, Prefix and versions must not contain { or }: keys put the hash tag around them", o.Name)
 	}
 	if o.Beta < 0 || o.Grace < 0 || o.Timeout < 0 || o.LeaseWait < 0 || o.NegativeTTL < 0 {
 		return o, fmt.Errorf("cachex: %s: negative Beta, Grace, Timeout, LeaseWait or NegativeTTL", o.Name)

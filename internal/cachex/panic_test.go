@@ -65,7 +65,7 @@ func checkPanic(t *testing.T, err error) {
 func noLocks(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	t.Helper()
 	waitFor(t, "the key locks to be released", 5*time.Second, func() bool {
-		keys, _ := rdb.Keys(context.Background(), "{"+prefix+"*}:lock").Result()
+		keys, _ := rdb.Keys(context.Background(), "{"+prefix+"*:lock").Result()
 		return len(keys) == 0
 	})
 }
