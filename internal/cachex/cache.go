@@ -27,6 +27,7 @@ type Cache[V any] struct {
 
 	strategy atomic.Value  // Strategy
 	beta     atomic.Uint64 // math.Float64bits of the default beta
+	offset   atomic.Int64  // the Redis server's clock minus Options.Now, in ns
 
 	versions    string     // keyVersions(opts.Version)
 	invalidated []string   // what follows the braces of the keys Invalidate clears
@@ -86,6 +87,10 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache
 		c.invalidated = append(c.invalidated, keyVersions(v))
 	}
 	c.base, c.cancel = context.WithCancel(context.Background())
+	if opts.ClockSync > 0 {
+		c.syncClock(c.base)
+		c.spawn(c.keepClock)
+	}
 	c.SetStrategy(opts.Strategy)
 	c.SetBeta(opts.Beta)
 	return c, nil
@@ -280,7 +285,7 @@ func (c *Cache[V]) decode(e entry) (V, error) {
 // encode builds the envelope for a freshly computed value (or a negative
 // answer) and returns it with the Redis TTL to store it under.
 func (c *Cache[V]) encode(v V, notFound bool, delta time.Duration) ([]byte, time.Duration, error) {
-	now := c.opts.Now()
+	now := c.now()
 	e := entry{computedAt: now, delta: delta, negative: notFound}
 	ttl := c.opts.TTL
 	keep := ttl + c.opts.Grace

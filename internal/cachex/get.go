@@ -104,7 +104,7 @@ func (c *Cache[V]) getXFetch(ctx context.Context, key string, load func(context.
 		return c.bypass(ctx, key, load)
 	}
 	if found {
-		now := c.opts.Now()
+		now := c.now()
 		if now.Before(e.expiry) {
 			if shouldRefresh(now, e.expiry, e.delta, beta, uniformOpen(c.opts.Rand())) {
 				c.m.gets[resultEarlyRefresh].Inc()
@@ -143,7 +143,7 @@ func (c *Cache[V]) getTTL(ctx context.Context, key string, load func(context.Con
 	if down {
 		return c.bypass(ctx, key, load)
 	}
-	if found && c.opts.Now().Before(e.expiry) {
+	if found && c.now().Before(e.expiry) {
 		c.m.gets[resultHit].Inc()
 		return v, c.negativeErr(e)
 	}
@@ -226,7 +226,7 @@ func (c *Cache[V]) lead(ctx context.Context, key string, load func(context.Conte
 			token = t
 		case state == changed: // written since we looked: read it, no recompute needed
 			e, v, found, _, _ := c.lookup(ctx, rk)
-			if found && !e.negative && c.opts.Now().Before(e.expiry) {
+			if found && !e.negative && c.now().Before(e.expiry) {
 				return v, resultHit, nil
 			}
 			seen = e.identity() // the load starts after this read
@@ -270,7 +270,7 @@ func (c *Cache[V]) awaitOther(ctx context.Context, rk string, stale *entry) (V, 
 		if err != nil || down {
 			return zero, false
 		}
-		if found && c.opts.Now().Before(e.expiry) && (stale == nil || e.computedAt.After(stale.computedAt)) && !e.negative {
+		if found && c.now().Before(e.expiry) && (stale == nil || e.computedAt.After(stale.computedAt)) && !e.negative {
 			return v, true
 		}
 		if time.Now().After(deadline) {

@@ -25,7 +25,7 @@ func (c *Cache[V]) Invalidate(ctx context.Context, keys ...string) error {
 	// The tombstone outlives every write that a load started before it could
 	// still send: loads end at LoadTimeout, their writes Timeout later.
 	keep := c.opts.TTL + c.opts.Grace + c.opts.LoadTimeout + c.opts.Timeout
-	tomb := tombstone(c.opts.Now())
+	tomb := tombstone(c.now())
 	err := c.redisCall(ctx, "del", func(ctx context.Context) error {
 		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {

@@ -58,7 +58,7 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx con
 	var need, early []string
 	var stale, seen map[string]*entry // rare: made on first use
 	var read map[string]string        // what each key to load held: its identity
-	now := c.opts.Now()
+	now := c.now()
 	for i, k := range keys {
 		e := &entries[i]
 		if !e.found || !now.Before(e.expiry) {
@@ -281,7 +281,7 @@ func (c *Cache[V]) landWritten(ctx context.Context, keys []string, fs map[string
 	if down || err != nil {
 		return keys, nil
 	}
-	now, todo, read := c.opts.Now(), keys[:0:0], make(map[string]string, len(keys))
+	now, todo, read := c.now(), keys[:0:0], make(map[string]string, len(keys))
 	for i, k := range keys {
 		e := &entries[i]
 		switch {

@@ -114,8 +114,16 @@ type Options struct {
 	// Logger receives one line per loader panic (with its stack). Default
 	// slog.Default(); a logger whose handler discards is silent.
 	Logger *slog.Logger
-	// Now is the clock. Default time.Now.
+	// Now is the clock. Default time.Now. Expiries are compared on the
+	// Redis server's clock, estimated as Now plus an offset measured with
+	// TIME (see ClockSync).
 	Now func() time.Time
+	// ClockSync is how often the offset of the Redis server's clock from Now
+	// is measured again: New measures it once (one TIME call, bounded by
+	// Timeout; on failure the cache starts on Now alone), then every
+	// ClockSync in the background. Default 1 minute; negative: never, and
+	// expiries are compared on Now (each instance's own clock).
+	ClockSync time.Duration
 	// Rand returns uniform numbers in [0,1) for XFetch. It must be safe for
 	// concurrent use. Default math/rand/v2's Float64.
 	Rand func() float64
@@ -152,6 +160,7 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.Timeout, 100*time.Millisecond)
 	def(&o.LoadTimeout, 10*time.Second)
 	def(&o.BreakerCooldown, time.Second)
+	def(&o.ClockSync, time.Minute)
 	if o.LeaseWait == 0 && !o.NoLease {
 		o.LeaseWait = 2 * time.Second
 	}

@@ -17,8 +17,8 @@ import (
 // their own clients, against one hot key whose loader takes 50ms, for run of
 // real time with a 1s TTL. It returns the loader calls, the number of TTL
 // windows the run spanned, and the reads that waited for a recompute after
-// the first fill.
-func stampede(t *testing.T, strategy Strategy, beta float64, run time.Duration) (loads int64, windows float64, waits int) {
+// the first fill. The second instance's clock runs skew ahead of the first's.
+func stampede(t *testing.T, strategy Strategy, beta float64, run, skew time.Duration) (loads int64, windows float64, waits int, slowest time.Duration) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("the stampede runs for seconds of real time")
@@ -39,28 +39,54 @@ func stampede(t *testing.T, strategy Strategy, beta float64, run time.Duration) 
 		opt.ContextTimeoutEnabled, opt.PoolSize = true, 110
 		rdb := redis.NewClient(opt)
 		t.Cleanup(func() { _ = rdb.Close() })
-		caches[i], _ = newCache(t, rdb, JSON[string]{}, Options{Name: "stampede", TTL: ttl, Timeout: time.Second, Strategy: strategy, Beta: beta, NoEarlyRefresh: beta == 0})
+		offset := time.Duration(i) * skew
+		now := func() time.Time { return time.Now().Add(offset) }
+		caches[i], _ = newCache(t, rdb, JSON[string]{}, Options{Name: "stampede", TTL: ttl, Timeout: time.Second, Strategy: strategy, Beta: beta,
+			NoEarlyRefresh: beta == 0, Now: now})
 	}
 	ctx := context.Background()
-	// The first fill: both instances miss at once.
+	// The first fill: both instances miss. Under XFetch instance 0 takes the
+	// key's lock first and instance 1 waits for its value (the lease); the
+	// wait is part of slowest.
 	var wg sync.WaitGroup
-	for _, c := range caches {
-		wg.Go(func() { _, _ = c.Get(ctx, "hot", load) })
+	var fill time.Duration
+	if strategy == XFetch {
+		wg.Go(func() { _, _ = caches[0].Get(ctx, "hot", load) })
+		lock := lockKey(caches[0].redisKey("hot"))
+		waitFor(t, "instance 0 to lead the fill", 5*time.Second, func() bool { return node.Client().Exists(ctx, lock).Val() == 1 })
+		began := time.Now()
+		_, _ = caches[1].Get(ctx, "hot", load)
+		fill = time.Since(began)
+	} else {
+		for _, c := range caches {
+			wg.Go(func() { _, _ = c.Get(ctx, "hot", load) })
+		}
 	}
 	wg.Wait()
 	filled := calls.Load()
+	if strategy == XFetch && filled != 1 {
+		t.Errorf("the first fill took %d loads, want 1 (the other instance waits for the lease)", filled)
+	}
 	missesAfterFill := gets(caches[0], resultMiss) + gets(caches[1], resultMiss)
 
 	start := time.Now()
 	deadline := start.Add(run)
 	var reads atomic.Int64
+	var slowestNs atomic.Int64
+	slowestNs.Store(int64(fill))
 	for i := range 200 {
 		c := caches[i%2]
 		wg.Go(func() {
 			for time.Now().Before(deadline) {
+				began := time.Now()
 				if _, err := c.Get(ctx, "hot", load); err != nil {
 					t.Error(err)
 					return
+				}
+				for took := int64(time.Since(began)); ; {
+					if s := slowestNs.Load(); took <= s || slowestNs.CompareAndSwap(s, took) {
+						break
+					}
 				}
 				reads.Add(1)
 				// Each reader sends ~50 requests a second (10k/s in all).
@@ -90,10 +116,11 @@ func stampede(t *testing.T, strategy Strategy, beta float64, run time.Duration) 
 			}
 		}
 	}
-	t.Logf("%s beta %.2f: %d reads in %v (%.0f per 50ms), %d recomputes after the fill over %.1f TTL windows (%.2f per window), %d reads waited, %d served stale while a refresh landed",
-		strategy, beta, reads.Load(), elapsed.Round(time.Millisecond), float64(reads.Load())/elapsed.Seconds()/20,
-		loads, windows, float64(loads)/windows, waits, stale)
-	return loads, windows, waits
+	slowest = time.Duration(slowestNs.Load())
+	t.Logf("%s beta %.2f skew %v: %d reads in %v (%.0f per 50ms), %d recomputes after the fill over %.1f TTL windows (%.2f per window), %d reads waited, %d served stale while a refresh landed, slowest read %v",
+		strategy, beta, skew, reads.Load(), elapsed.Round(time.Millisecond), float64(reads.Load())/elapsed.Seconds()/20,
+		loads, windows, float64(loads)/windows, waits, stale, slowest.Round(time.Millisecond))
+	return loads, windows, waits, slowest
 }
 
 // TestStampedeXFetch: about one recompute per TTL window and no reader ever
@@ -104,7 +131,7 @@ func stampede(t *testing.T, strategy Strategy, beta float64, run time.Duration) 
 // halves the lead, and exp(-r*beta) (the chance that no read refreshes
 // before expiry) stays negligible.
 func TestStampedeXFetch(t *testing.T) {
-	recomputes, windows, waits := stampede(t, XFetch, 0.5, 5500*time.Millisecond)
+	recomputes, windows, waits, _ := stampede(t, XFetch, 0.5, 5500*time.Millisecond, 0)
 	if max := 1.1*windows + 1; float64(recomputes) > max {
 		t.Errorf("%d recomputes over %.1f windows, want at most %.1f", recomputes, windows, max)
 	}
@@ -114,8 +141,28 @@ func TestStampedeXFetch(t *testing.T) {
 }
 
 func TestStampedeTTLBaseline(t *testing.T) {
-	recomputes, windows, _ := stampede(t, TTL, 0, 5500*time.Millisecond)
+	recomputes, windows, _, _ := stampede(t, TTL, 0, 5500*time.Millisecond, 0)
 	if per := float64(recomputes) / windows; per < 5 {
 		t.Errorf("plain TTL caching: %.1f recomputes per window; the baseline should stampede (many per window)", per)
+	}
+}
+
+// TestStampedeXFetchWithSkewedClocks: the two instances' clocks are 2s
+// apart, twice the TTL. Expiries are compared on the Redis server's clock,
+// so the instance that runs ahead neither recomputes on every read nor waits
+// for the other's lease: as without skew, about one recompute per window,
+// no reader waits for one, the first fill is one load, and the slowest read
+// (the instance that waits for the other's fill included) stays far below a
+// lease wait (LeaseWait, 2s).
+func TestStampedeXFetchWithSkewedClocks(t *testing.T) {
+	recomputes, windows, waits, slowest := stampede(t, XFetch, 0.5, 5500*time.Millisecond, 2*time.Second)
+	if max := 1.1*windows + 1; float64(recomputes) > max {
+		t.Errorf("%d recomputes over %.1f windows, want at most %.1f", recomputes, windows, max)
+	}
+	if waits != 0 {
+		t.Errorf("%d reads waited for a recompute after the first fill, want 0", waits)
+	}
+	if slowest > 500*time.Millisecond {
+		t.Errorf("the slowest read took %v: it waited for a lease", slowest)
 	}
 }

@@ -1,0 +1,47 @@
+package cachex
+
+import (
+	"context"
+	"time"
+)
+
+// now is the cache's estimate of the Redis server's clock: Options.Now plus
+// the offset measured by syncClock. Every instance compares expiries on the
+// same clock then, whatever its own clock says: a reader whose clock runs
+// ahead of the writer's would otherwise see values expire early, and one
+// ahead by more than a TTL would recompute on every read.
+func (c *Cache[V]) now() time.Time {
+	return c.opts.Now().Add(time.Duration(c.offset.Load()))
+}
+
+// syncClock measures the offset of the server's clock (TIME) from
+// Options.Now, taking the middle of the round trip as the moment the server
+// answered: its error is at most half the round trip (plus the rounding to
+// whole milliseconds, the envelope's unit). A failed call keeps the offset
+// it had.
+func (c *Cache[V]) syncClock(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	sent := c.opts.Now()
+	server, err := c.rdb.Time(ctx).Result()
+	if err != nil {
+		return
+	}
+	received := c.opts.Now()
+	mid := sent.Add(received.Sub(sent) / 2)
+	c.offset.Store(int64(server.Sub(mid).Round(time.Millisecond))) // envelopes keep milliseconds
+}
+
+// keepClock syncs the clock every ClockSync until Close.
+func (c *Cache[V]) keepClock() {
+	t := time.NewTicker(c.opts.ClockSync)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.base.Done():
+			return
+		case <-t.C:
+			c.syncClock(c.base)
+		}
+	}
+}
