@@ -64,6 +64,28 @@ func (failLock) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
+// changeBeforeLock invalidates the key just before the first lock call.
+type changeBeforeLock struct {
+	c    *Cache[string]
+	done atomic.Bool
+}
+
+func (h *changeBeforeLock) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *changeBeforeLock) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *changeBeforeLock) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	lock := redis.NewScript(lockSrc).Hash()
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && (args[1] == lock || args[1] == lockSrc) && h.done.CompareAndSwap(false, true) {
+			if err := h.c.Invalidate(ctx, "k"); err != nil {
+				return err
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
 // A load that started before Invalidate never lands after it, on any path:
 // the loader reads the source, the source changes and Invalidate returns,
 // then the loader answers with what it read; afterwards every read sees the
@@ -88,6 +110,12 @@ func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
 			if err := rdb.Set(context.Background(), lockKey(rk), "other", time.Minute).Err(); err != nil {
 				t.Fatal(err)
 			}
+		}},
+		"get whose key changed before its lock": {opts: Options{}, prepare: func(t *testing.T, c *Cache[string], rdb redis.UniversalClient) {
+			// Between the read and the lock call the key changes (another
+			// writer's Invalidate): the lock script answers "changed", the
+			// re-read finds nothing fresh, and the load runs without the lock.
+			rdb.(*redis.Client).AddHook(&changeBeforeLock{c: c})
 		}},
 		"get under ttl":               {opts: Options{Strategy: TTL}},
 		"batch":                       {opts: Options{}},
