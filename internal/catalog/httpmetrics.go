@@ -38,6 +38,16 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 	return m, nil
 }
 
+// methodLabel maps a request's method to a fixed set of label values, so
+// that made-up methods cannot create series without bound.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
+}
+
 type statusWriter struct {
 	http.ResponseWriter
 	status int
@@ -71,7 +81,7 @@ func (m *httpMetrics) middleware(next http.Handler) http.Handler {
 		if sw.status == 0 {
 			sw.status = http.StatusOK
 		}
-		labels := []string{route, r.Method, strconv.Itoa(sw.status)}
+		labels := []string{route, methodLabel(r.Method), strconv.Itoa(sw.status)}
 		m.requests.WithLabelValues(labels...).Inc()
 		m.duration.WithLabelValues(labels...).Observe(time.Since(start).Seconds())
 	})

@@ -40,6 +40,13 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (r Reservatio
 		}
 	}()
 
+	// An unknown product is answered before locking: a lock (and its fence
+	// counter) per made-up id would let anyone fill the lock servers. The
+	// product cache answers this read, negative answers included.
+	if _, err := s.Product(ctx, req.ProductID); err != nil {
+		result = ""
+		return r, false, err
+	}
 	lk, err := s.locker.Acquire(ctx, strconv.FormatInt(req.ProductID, 10))
 	if err != nil {
 		result = "lock_timeout"
