@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -24,6 +25,9 @@ func FuzzDecodeReserveRequest(f *testing.F) {
 		{`{"product_id": 1, "quantity": 1, "idempotency_key": ""}`, "", ""},
 		{`{"product_id": 1, "quantity": 1, "idempotency_key": "\ud800"}`, "", ""},
 		{`{"product_id": 1, "quantity": 1}`, "", "k\xff"},
+		{`{"product_id": 1, "quantity": 1, "idempotency_key": "k\u0000"}`, "", ""},
+		{`{"product_id": 1, "quantity": 1}`, "", "k\x00"},
+		{`{"product_id": 1, "quantity": 1}`, "", "k\x1b[0m"},
 		{`{"product_id": 1, "quantity": 1, "idempotency_key": "k"} {}`, "", ""},
 		{`{"product_id": 1, "quantity": 1, "idempotency_key": "k", "extra": 1}`, "", ""},
 		{`{"product_id": "1"}`, "", ""},
@@ -70,7 +74,8 @@ func FuzzDecodeReserveRequest(f *testing.F) {
 		if req.ProductID <= 0 || req.Quantity < 1 || req.Quantity > MaxQuantity {
 			t.Fatalf("accepted out of range: %+v", req)
 		}
-		if req.IdempotencyKey == "" || len(req.IdempotencyKey) > MaxIdemKeyBytes || !utf8.ValidString(req.IdempotencyKey) {
+		if req.IdempotencyKey == "" || len(req.IdempotencyKey) > MaxIdemKeyBytes || !utf8.ValidString(req.IdempotencyKey) ||
+			strings.ContainsFunc(req.IdempotencyKey, unicode.IsControl) {
 			t.Fatalf("accepted a bad idempotency key %q", req.IdempotencyKey)
 		}
 		if len(body) > MaxBodyBytes {

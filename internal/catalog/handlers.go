@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
@@ -226,6 +227,12 @@ func validatePatch(p ProductPatch) error {
 		return errors.New("price_cents must be within 0..100000000")
 	case p.Attributes != nil && !isJSONObject(*p.Attributes):
 		return errors.New("attributes must be a JSON object")
+	case p.Name != nil && hasControl(*p.Name, false):
+		return errors.New("name must not contain NUL or control characters")
+	case p.Description != nil && hasControl(*p.Description, true):
+		return errors.New("description must not contain NUL or control characters other than tab and line breaks")
+	case p.Attributes != nil && !cleanJSON(*p.Attributes):
+		return errors.New("attribute keys and values must not contain NUL or control characters")
 	}
 	return nil
 }
@@ -233,6 +240,48 @@ func validatePatch(p ProductPatch) error {
 func isJSONObject(b []byte) bool {
 	var m map[string]any
 	return json.Unmarshal(b, &m) == nil && m != nil
+}
+
+// hasControl reports whether s holds NUL or another control character
+// (Postgres rejects NUL in text, and no field of the API needs the others);
+// multiline allows tab and line breaks.
+func hasControl(s string, multiline bool) bool {
+	for _, r := range s {
+		if unicode.IsControl(r) && !(multiline && (r == '\t' || r == '\n' || r == '\r')) {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanJSON reports whether no key or string value in the JSON document b
+// has a control character (values may hold tab and line breaks).
+func cleanJSON(b []byte) bool {
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return false
+	}
+	var clean func(v any) bool
+	clean = func(v any) bool {
+		switch v := v.(type) {
+		case string:
+			return !hasControl(v, true)
+		case []any:
+			for _, e := range v {
+				if !clean(e) {
+					return false
+				}
+			}
+		case map[string]any:
+			for k, e := range v {
+				if hasControl(k, false) || !clean(e) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return clean(v)
 }
 
 func (h *handlers) inventory(w http.ResponseWriter, r *http.Request) {
@@ -288,8 +337,8 @@ func (h *handlers) search(w http.ResponseWriter, r *http.Request) {
 	case strings.TrimSpace(q) == "":
 		writeProblem(w, probBadRequest.with("q is required"))
 		return
-	case n > MaxQueryRunes || !utf8.ValidString(q):
-		writeProblem(w, probInvalid.with(fmt.Sprintf("q must be valid UTF-8 of at most %d characters", MaxQueryRunes)))
+	case n > MaxQueryRunes || !utf8.ValidString(q) || hasControl(q, false):
+		writeProblem(w, probInvalid.with(fmt.Sprintf("q must be valid UTF-8 of at most %d characters, without NUL or control characters", MaxQueryRunes)))
 		return
 	}
 	limit, err := limitParam(r, 20, MaxSearchLimit)
@@ -320,8 +369,8 @@ func DecodeReserveRequest(w http.ResponseWriter, r *http.Request) (ReserveReques
 		return req, probInvalid.with("product_id must be a positive integer"), false
 	case req.Quantity < 1 || req.Quantity > MaxQuantity:
 		return req, probInvalid.with(fmt.Sprintf("quantity must be within 1..%d", MaxQuantity)), false
-	case req.IdempotencyKey == "" || len(req.IdempotencyKey) > MaxIdemKeyBytes || !utf8.ValidString(req.IdempotencyKey):
-		return req, probInvalid.with(fmt.Sprintf("idempotency_key (or the Idempotency-Key header) is required: 1..%d bytes of UTF-8", MaxIdemKeyBytes)), false
+	case req.IdempotencyKey == "" || len(req.IdempotencyKey) > MaxIdemKeyBytes || !utf8.ValidString(req.IdempotencyKey) || hasControl(req.IdempotencyKey, false):
+		return req, probInvalid.with(fmt.Sprintf("idempotency_key (or the Idempotency-Key header) is required: 1..%d bytes of UTF-8 without NUL or control characters", MaxIdemKeyBytes)), false
 	}
 	return req, Problem{}, true
 }

@@ -39,3 +39,34 @@ func TestReservationOfAnUnknownProductLeavesNoLockKeys(t *testing.T) {
 		t.Fatalf("%d lock keys left by reservations of unknown products (e.g. %q), want 0", len(keys), keys[0])
 	}
 }
+
+// NUL bytes and control characters in any text input are refused with 422
+// problem+json (Postgres would refuse NUL with an error that became a 500),
+// and nothing is changed.
+func TestNULAndControlCharactersAreRefused(t *testing.T) {
+	a := newTestAPI(t, apiOptions{})
+	auth := []string{"Authorization", "Bearer " + testAdminToken}
+	for name, c := range map[string]struct {
+		method, path, body string
+		header             []string
+	}{
+		"search q":                {method: http.MethodGet, path: "/v1/search?q=lamp%00"},
+		"search q control":        {method: http.MethodGet, path: "/v1/search?q=la%1Bmp"},
+		"idempotency key in body": {method: http.MethodPost, path: "/v1/reservations", body: `{"product_id": 1, "quantity": 1, "idempotency_key": "k\u0000"}`},
+		"idempotency key header":  {method: http.MethodPost, path: "/v1/reservations", body: `{"product_id": 1, "quantity": 1}`, header: []string{"Idempotency-Key", "k\x01"}},
+		"product name":            {method: http.MethodPatch, path: "/v1/products/1", body: `{"name": "lamp\u0000"}`, header: auth},
+		"product description":     {method: http.MethodPatch, path: "/v1/products/1", body: `{"description": "a\u0000b"}`, header: auth},
+		"attribute key":           {method: http.MethodPatch, path: "/v1/products/1", body: `{"attributes": {"col\u0000or": "red"}}`, header: auth},
+		"attribute value":         {method: http.MethodPatch, path: "/v1/products/1", body: `{"attributes": {"color": "re\u0000d"}}`, header: auth},
+		"nested attribute value":  {method: http.MethodPatch, path: "/v1/products/1", body: `{"attributes": {"sizes": ["s", "m\u0000"]}}`, header: auth},
+	} {
+		t.Run(name, func(t *testing.T) {
+			checkProblem(t, a.do(c.method, c.path, c.body, c.header...), http.StatusUnprocessableEntity, "/problems/invalid-parameter")
+		})
+	}
+	// Tab and line breaks are fine in a description.
+	rec := a.do(http.MethodPatch, "/v1/products/1", `{"description": "line one\nline\ttwo"}`, auth...)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("a description with a line break: %d %s", rec.Code, rec.Body.String())
+	}
+}
