@@ -99,6 +99,19 @@ func redisClient(url string, forLock bool) (*redis.Client, error) {
 	return redis.NewClient(opt), nil
 }
 
+// healthChecks are the dependencies /health reports on: Postgres, the caches'
+// Redis and each lock server.
+func healthChecks(pool *pgxpool.Pool, cache *redis.Client, locks []redis.UniversalClient) map[string]func(context.Context) error {
+	checks := map[string]func(context.Context) error{
+		"postgres":    pool.Ping,
+		"cache_redis": func(ctx context.Context) error { return cache.Ping(ctx).Err() },
+	}
+	for i, n := range locks {
+		checks[fmt.Sprintf("lock_redis_%d", i+1)] = func(ctx context.Context) error { return n.Ping(ctx).Err() }
+	}
+	return checks
+}
+
 func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger, stdout io.Writer) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -147,11 +160,11 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 
 	handler, err := catalog.NewHandler(catalog.HandlerConfig{
 		Service: svc, Faults: faults, AdminToken: cfg.adminToken, Registry: reg, Logger: log,
-		Ready: func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
-			return errors.Join(pool.Ping(ctx), cacheRedis.Ping(ctx).Err())
-		},
+		// Ready is Postgres alone: the API serves every read through a cache
+		// Redis outage, so that outage must not take every replica out of
+		// its load balancer at once. /health reports each dependency.
+		Ready:  pool.Ping,
+		Checks: healthChecks(pool, cacheRedis, lockNodes),
 	})
 	if err != nil {
 		return err

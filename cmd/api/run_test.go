@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -204,5 +205,60 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// With the caches' Redis (and here the lock's) unreachable, the API is
+// still ready and serves reads; /health says what is down.
+func TestReadyWithoutRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the api")
+	}
+	dbURL := testenv.PostgresURL(t)
+	bin := filepath.Join(t.TempDir(), "api")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "redis://" + l.Addr().String() // nothing listens once closed
+	_ = l.Close()
+	env := append(os.Environ(), "DATABASE_URL="+dbURL, "REDIS_URL="+dead, "LOCK_REDIS_URLS=", "ADMIN_TOKEN=t0k", "HTTP_ADDR=127.0.0.1:0")
+	seedCmd := exec.Command(bin, "seed", "-scale", "0.02")
+	seedCmd.Env = env
+	if out, err := seedCmd.CombinedOutput(); err != nil {
+		t.Fatalf("api seed: %v\n%s", err, out)
+	}
+	api := exec.Command(bin)
+	api.Env = env
+	stdout, err := api.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := api.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer api.Process.Kill()
+	base := "http://" + listenAddr(t, stdout)
+	waitFor(t, "/readyz with Redis down", 10*time.Second, func() bool { return get(base+"/readyz") == http.StatusOK })
+	if code := get(base + "/v1/categories/1/stats"); code != http.StatusOK {
+		t.Fatalf("stats with Redis down: %d, want 200 (served without the cache)", code)
+	}
+	resp, err := http.Get(base + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var health struct {
+		Status string            `json:"status"`
+		Checks map[string]string `json:"checks"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&health); err != nil {
+		t.Fatal(err)
+	}
+	if health.Status != "degraded" || health.Checks["cache_redis"] != "unavailable" || health.Checks["lock_redis_1"] != "unavailable" || health.Checks["postgres"] != "ok" {
+		t.Fatalf("/health = %+v", health)
 	}
 }

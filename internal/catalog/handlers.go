@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -32,6 +33,7 @@ type handlers struct {
 	faults     *Injector
 	adminToken string
 	ready      func(ctx context.Context) error
+	checks     map[string]func(ctx context.Context) error
 	log        *slog.Logger
 }
 
@@ -41,12 +43,43 @@ func (h *handlers) healthz(w http.ResponseWriter, r *http.Request) {
 
 func (h *handlers) readyz(w http.ResponseWriter, r *http.Request) {
 	if h.ready != nil {
-		if err := h.ready(r.Context()); err != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := h.ready(ctx); err != nil {
 			writeProblem(w, probUnavailable.with(err.Error()))
 			return
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// health checks every dependency at once (2s each) and reports each as "ok"
+// or "unavailable" (the error goes to the log, not to the client), with
+// status "degraded" when any is unavailable. It always answers 200: it is for
+// people and dashboards, not for load balancers (that is /readyz).
+func (h *handlers) health(w http.ResponseWriter, r *http.Request) {
+	type result struct {
+		name string
+		err  error
+	}
+	results := make(chan result, len(h.checks))
+	for name, check := range h.checks {
+		go func() {
+			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+			defer cancel()
+			results <- result{name, check(ctx)}
+		}()
+	}
+	status, checks := "ok", make(map[string]string, len(h.checks))
+	for range h.checks {
+		res := <-results
+		checks[res.name] = "ok"
+		if res.err != nil {
+			checks[res.name], status = "unavailable", "degraded"
+			h.log.WarnContext(r.Context(), "health check failed", "dependency", res.name, "err", res.err)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": status, "checks": checks})
 }
 
 func (h *handlers) openapi(w http.ResponseWriter, r *http.Request) {

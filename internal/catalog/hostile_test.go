@@ -2,10 +2,15 @@ package catalog
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -68,5 +73,42 @@ func TestNULAndControlCharactersAreRefused(t *testing.T) {
 	rec := a.do(http.MethodPatch, "/v1/products/1", `{"description": "line one\nline\ttwo"}`, auth...)
 	if rec.Code != http.StatusOK {
 		t.Fatalf("a description with a line break: %d %s", rec.Code, rec.Body.String())
+	}
+}
+
+// /readyz reports only what the API cannot serve without; /health reports
+// every dependency, without internals, and always answers 200.
+func TestReadinessAndHealth(t *testing.T) {
+	a := newTestAPI(t, apiOptions{})
+	h, err := NewHandler(HandlerConfig{Service: a.svc, Registry: prometheus.NewRegistry(),
+		Ready: func(context.Context) error { return nil },
+		Checks: map[string]func(context.Context) error{
+			"postgres":    func(context.Context) error { return nil },
+			"cache_redis": func(context.Context) error { return errors.New("dial tcp 10.1.2.3:6379: connect: connection refused") },
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec
+	}
+	if rec := get("/readyz"); rec.Code != http.StatusOK {
+		t.Fatalf("/readyz with the cache Redis down: %d, want 200", rec.Code)
+	}
+	rec := get("/health")
+	var got struct {
+		Status string            `json:"status"`
+		Checks map[string]string `json:"checks"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("/health: %d %s (%v)", rec.Code, rec.Body.String(), err)
+	}
+	if got.Status != "degraded" || got.Checks["cache_redis"] != "unavailable" || got.Checks["postgres"] != "ok" {
+		t.Fatalf("/health = %+v", got)
+	}
+	if strings.Contains(rec.Body.String(), "10.1.2.3") {
+		t.Fatalf("/health shows internals: %s", rec.Body.String())
 	}
 }

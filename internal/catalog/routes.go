@@ -21,8 +21,13 @@ type HandlerConfig struct {
 	AdminToken string
 	// Registry is served at /metrics and receives the http_* metrics.
 	Registry *prometheus.Registry
-	// Ready reports whether the dependencies answer (for /readyz).
-	Ready  func(ctx context.Context) error
+	// Ready reports whether what the instance cannot serve without answers
+	// (Postgres): /readyz fails only when it fails.
+	Ready func(ctx context.Context) error
+	// Checks are the dependencies /health reports on, by name, including
+	// those the API serves through an outage of (the caches' Redis, the lock
+	// servers): /health answers 200 with each one's state.
+	Checks map[string]func(ctx context.Context) error
 	Logger *slog.Logger
 }
 
@@ -34,7 +39,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &handlers{svc: cfg.Service, faults: cfg.Faults, adminToken: cfg.AdminToken, ready: cfg.Ready, log: cfg.Logger}
+	h := &handlers{svc: cfg.Service, faults: cfg.Faults, adminToken: cfg.AdminToken, ready: cfg.Ready, checks: cfg.Checks, log: cfg.Logger}
 	m, err := newHTTPMetrics(cfg.Registry)
 	if err != nil {
 		return nil, err
@@ -57,6 +62,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 
 	r.Get("/healthz", h.healthz)
 	r.Get("/readyz", h.readyz)
+	r.Get("/health", h.health)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	r.Get("/openapi.yaml", h.openapi)
 
