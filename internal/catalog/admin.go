@@ -12,15 +12,16 @@ import (
 )
 
 // adminOnly lets a request through only with the admin token (compared in
-// constant time); without a configured token the admin API does not exist.
+// constant time; the scheme "Bearer" in any case, as RFC 9110 says); without
+// a configured token the admin API, and PATCH of products, do not exist.
 func (h *handlers) adminOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h.adminToken == "" {
 			writeProblem(w, probAdminOff)
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.adminToken)) != 1 {
+		scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(h.adminToken)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="admin"`)
 			writeProblem(w, probUnauthorized)
 			return

@@ -112,3 +112,19 @@ func TestReadinessAndHealth(t *testing.T) {
 		t.Fatalf("/health shows internals: %s", rec.Body.String())
 	}
 }
+
+// Changing a product needs the admin token; the scheme is case-insensitive.
+func TestProductWritesNeedAuthority(t *testing.T) {
+	a := newTestAPI(t, apiOptions{})
+	body := `{"price_cents": 4242}`
+	checkProblem(t, a.do(http.MethodPatch, "/v1/products/3", body), http.StatusUnauthorized, "/problems/unauthorized")
+	checkProblem(t, a.do(http.MethodPatch, "/v1/products/3", body, "Authorization", "Bearer wrong"), http.StatusUnauthorized, "/problems/unauthorized")
+	if n := a.queryInt("SELECT count(*) FROM products WHERE id = 3 AND price_cents = 4242"); n != 0 {
+		t.Fatal("an unauthorised PATCH changed the product")
+	}
+	for _, scheme := range []string{"Bearer", "bearer", "BEARER"} {
+		if rec := a.do(http.MethodPatch, "/v1/products/3", body, "Authorization", scheme+" "+testAdminToken); rec.Code != http.StatusOK {
+			t.Fatalf("PATCH with scheme %q: %d %s", scheme, rec.Code, rec.Body.String())
+		}
+	}
+}

@@ -44,7 +44,7 @@ func TestUpdateInvalidates(t *testing.T) {
 	}
 
 	var patched Product
-	decodeJSON(t, a.do(http.MethodPatch, "/v1/products/"+itoa(product), `{"name": "Renamed Kettle"}`), http.StatusOK, &patched)
+	decodeJSON(t, a.admin(http.MethodPatch, "/v1/products/"+itoa(product), `{"name": "Renamed Kettle"}`), http.StatusOK, &patched)
 	if patched.Name != "Renamed Kettle" || patched.PriceCents != before.PriceCents || !patched.UpdatedAt.After(before.UpdatedAt) {
 		t.Errorf("PATCH answered %+v", patched)
 	}
@@ -93,12 +93,12 @@ func TestUpdateInvalidates(t *testing.T) {
 		t.Fatal("stats changed without a write")
 	}
 	newMax := first.PriceMaxCents + 12345
-	decodeJSON(t, a.do(http.MethodPatch, "/v1/products/"+itoa(product), `{"price_cents": `+itoa(newMax)+`}`), http.StatusOK, nil)
+	decodeJSON(t, a.admin(http.MethodPatch, "/v1/products/"+itoa(product), `{"price_cents": `+itoa(newMax)+`}`), http.StatusOK, nil)
 	check("after a new maximum")
 	if st := stats(); st.PriceMaxCents != newMax {
 		t.Errorf("max = %d, want %d", st.PriceMaxCents, newMax)
 	}
-	decodeJSON(t, a.do(http.MethodPatch, "/v1/products/"+itoa(product), `{"price_cents": 0}`), http.StatusOK, nil)
+	decodeJSON(t, a.admin(http.MethodPatch, "/v1/products/"+itoa(product), `{"price_cents": 0}`), http.StatusOK, nil)
 	check("after a new minimum")
 	if st := stats(); st.PriceMinCents != 0 {
 		t.Errorf("min = %d, want 0", st.PriceMinCents)

@@ -69,7 +69,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	r.Route("/v1", func(r chi.Router) {
 		r.Get("/products", h.products)             // ?ids=1,2,3 (at most 100)
 		r.Get("/products/{id}", h.product)         // cached
-		r.Patch("/products/{id}", h.updateProduct) // invalidates
+		r.With(h.adminOnly).Patch("/products/{id}", h.updateProduct) // a write: the admin token; invalidates
 		r.Get("/products/{id}/inventory", h.inventory)
 		r.Get("/categories/{id}/stats", h.categoryStats) // cached: the XFetch showcase
 		r.Get("/categories/{id}/top", h.topProducts)     // ?limit=10 (at most 50)
