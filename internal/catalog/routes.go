@@ -67,8 +67,8 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	r.Get("/openapi.yaml", h.openapi)
 
 	r.Route("/v1", func(r chi.Router) {
-		r.Get("/products", h.products)             // ?ids=1,2,3 (at most 100)
-		r.Get("/products/{id}", h.product)         // cached
+		r.Get("/products", h.products)                               // ?ids=1,2,3 (at most 100)
+		r.Get("/products/{id}", h.product)                           // cached
 		r.With(h.adminOnly).Patch("/products/{id}", h.updateProduct) // a write: the admin token; invalidates
 		r.Get("/products/{id}/inventory", h.inventory)
 		r.Get("/categories/{id}/stats", h.categoryStats) // cached: the XFetch showcase
