@@ -275,6 +275,22 @@ func isJSONObject(b []byte) bool {
 	return json.Unmarshal(b, &m) == nil && m != nil
 }
 
+// hasPositiveTerm reports whether a search query (Postgres's websearch
+// syntax) has a term that is neither the operator "or" nor excluded with a
+// leading "-".
+func hasPositiveTerm(q string) bool {
+	for _, f := range strings.Fields(q) {
+		f = strings.Trim(f, `"`)
+		if f == "" || strings.EqualFold(f, "or") || strings.HasPrefix(f, "-") {
+			continue
+		}
+		if strings.ContainsFunc(f, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+			return true
+		}
+	}
+	return false
+}
+
 // hasControl reports whether s holds NUL or another control character
 // (Postgres rejects NUL in text, and no field of the API needs the others);
 // multiline allows tab and line breaks.
@@ -372,6 +388,9 @@ func (h *handlers) search(w http.ResponseWriter, r *http.Request) {
 		return
 	case n > MaxQueryRunes || !utf8.ValidString(q) || hasControl(q, false):
 		writeProblem(w, probInvalid.with(fmt.Sprintf("q must be valid UTF-8 of at most %d characters, without NUL or control characters", MaxQueryRunes)))
+		return
+	case !hasPositiveTerm(q):
+		writeProblem(w, probInvalid.with("q needs at least one term to look for: exclusions (-word) alone would match the whole catalog"))
 		return
 	}
 	limit, err := limitParam(r, 20, MaxSearchLimit)

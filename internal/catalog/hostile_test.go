@@ -128,3 +128,25 @@ func TestProductWritesNeedAuthority(t *testing.T) {
 		}
 	}
 }
+
+// A search with exclusions only would scan and rank the whole catalog: it is
+// refused with 422, and one that Postgres reduces to exclusions (a stop word
+// and an exclusion) matches nothing without a scan.
+func TestSearchWithoutAPositiveTermIsRefused(t *testing.T) {
+	a := newTestAPI(t, apiOptions{})
+	for _, q := range []string{"-zzzz", "-lamp%20-mug", "%22-x%22", "or"} {
+		checkProblem(t, a.do(http.MethodGet, "/v1/search?q="+q, ""), http.StatusUnprocessableEntity, "/problems/invalid-parameter")
+	}
+	// "a" and "the" are stop words: Postgres drops them, leaving exclusions
+	// only; the query answers nothing, and its plan is a one-time filter
+	// "false" (no scan; checked with EXPLAIN ANALYZE when this was written).
+	for _, q := range []string{"a or -b", "the -lamp"} {
+		hits, err := a.svc.store.Search(context.Background(), q, 20)
+		if err != nil || len(hits) != 0 {
+			t.Fatalf("store search %q: %d hits, %v; want none", q, len(hits), err)
+		}
+	}
+	if hits, err := a.svc.store.Search(context.Background(), "steel -mug", 20); err != nil || len(hits) == 0 {
+		t.Fatalf("a search with a term and an exclusion: %d hits, %v; want some", len(hits), err)
+	}
+}

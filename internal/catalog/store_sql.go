@@ -84,11 +84,14 @@ const sqlCategoryExists = `SELECT EXISTS (SELECT 1 FROM categories WHERE id = $1
 
 // sqlSearch ranks matches with ts_rank_cd, whose default weights make a
 // match in the name (weight A, 1.0) count more than one in the description
-// (weight B, 0.4). A query of stop words only matches nothing.
+// (weight B, 0.4). A query of stop words only matches nothing, and so does
+// one that the index cannot serve (querytree 'T': negated terms only, such as
+// "the -lamp" once the stop word is dropped), instead of scanning and
+// ranking the whole catalog.
 const sqlSearch = `
 SELECT ` + productColumns + `, ts_rank_cd(p.search, q)::float8 AS rank
 FROM products p, websearch_to_tsquery('english', $1) q
-WHERE p.search @@ q
+WHERE querytree(q) <> 'T' AND p.search @@ q
 ORDER BY rank DESC, p.id
 LIMIT $2`
 
