@@ -37,7 +37,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return healthcheck(ctx, cfg.healthURL)
 	}
 
-	pool, err := pgxpool.New(ctx, cfg.databaseURL)
+	poolCfg, err := pgxpool.ParseConfig(cfg.databaseURL)
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	if _, set := poolCfg.ConnConfig.RuntimeParams["statement_timeout"]; !set && cmd != "migrate" && cmd != "seed" {
+		// Every query of the server ends within 5s (the URL may say
+		// otherwise), well inside a request's 10s: a query that runs long
+		// answers 503. Migrations and the seed run without it.
+		poolCfg.ConnConfig.RuntimeParams["statement_timeout"] = "5s"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Limits of the API, answered with 4xx problems.
@@ -151,9 +152,13 @@ func (h *handlers) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, probInvalid.with(err.Error()))
 	case errors.Is(err, ErrLockBusy):
 		writeProblem(w, probBusy)
+	case errors.Is(r.Context().Err(), context.DeadlineExceeded):
+		writeProblem(w, probUnavailable.with("the request ran out of its time on the server; retry later"))
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
 		writeProblem(w, probUnavailable.with("request cancelled"))
+	case isQueryCanceled(err):
+		writeProblem(w, probUnavailable.with("a database query ran out of its time; retry later"))
 	default:
 		h.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeProblem(w, probInternal)
@@ -273,6 +278,13 @@ func validatePatch(p ProductPatch) error {
 func isJSONObject(b []byte) bool {
 	var m map[string]any
 	return json.Unmarshal(b, &m) == nil && m != nil
+}
+
+// isQueryCanceled reports a query that Postgres cancelled, as its
+// statement_timeout does (SQLSTATE 57014).
+func isQueryCanceled(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "57014"
 }
 
 // hasPositiveTerm reports whether a search query (Postgres's websearch

@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -149,4 +153,33 @@ func TestSearchWithoutAPositiveTermIsRefused(t *testing.T) {
 	if hits, err := a.svc.store.Search(context.Background(), "steel -mug", 20); err != nil || len(hits) == 0 {
 		t.Fatalf("a search with a term and an exclusion: %d hits, %v; want some", len(hits), err)
 	}
+}
+
+// A request that runs out of its server-side time answers 503 problem+json
+// with Retry-After, and so does a query that Postgres cancelled (its
+// statement_timeout), never 500.
+func TestRequestsAndQueriesRunOutOfTimeAs503(t *testing.T) {
+	a := newTestAPI(t, apiOptions{})
+	h, err := NewHandler(HandlerConfig{Service: a.svc, Faults: a.faults, Registry: prometheus.NewRegistry(), RequestTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.faults.Set(Faults{DBLatencyMS: 1000, DBLatencyPercent: 100}); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	start := time.Now()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/categories/2/stats", nil))
+	if took := time.Since(start); took > 900*time.Millisecond {
+		t.Fatalf("the request took %v: its 100ms deadline did not end it", took)
+	}
+	checkProblem(t, rec, http.StatusServiceUnavailable, "/problems/unavailable")
+	if rec.Header().Get("Retry-After") == "" {
+		t.Fatal("no Retry-After")
+	}
+
+	hh := &handlers{log: slog.New(slog.DiscardHandler)}
+	rec = httptest.NewRecorder()
+	hh.fail(rec, httptest.NewRequest(http.MethodGet, "/v1/search?q=x", nil), fmt.Errorf("search: %w", &pgconn.PgError{Code: "57014"}))
+	checkProblem(t, rec, http.StatusServiceUnavailable, "/problems/unavailable")
 }

@@ -1,11 +1,13 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,7 +30,22 @@ type HandlerConfig struct {
 	// those the API serves through an outage of (the caches' Redis, the lock
 	// servers): /health answers 200 with each one's state.
 	Checks map[string]func(ctx context.Context) error
-	Logger *slog.Logger
+	// RequestTimeout bounds the work of each /v1 request on the server;
+	// when it runs out the answer is 503 problem+json with Retry-After.
+	// Default 10s.
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// deadline gives every request a server-side deadline of d.
+func deadline(d time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx, cancel := context.WithTimeout(r.Context(), d)
+			defer cancel()
+			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
 }
 
 //go:embed openapi.yaml
@@ -67,6 +84,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	r.Get("/openapi.yaml", h.openapi)
 
 	r.Route("/v1", func(r chi.Router) {
+		r.Use(deadline(cmp.Or(cfg.RequestTimeout, 10*time.Second)))
 		r.Get("/products", h.products)                               // ?ids=1,2,3 (at most 100)
 		r.Get("/products/{id}", h.product)                           // cached
 		r.With(h.adminOnly).Patch("/products/{id}", h.updateProduct) // a write: the admin token; invalidates
