@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +11,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -102,10 +105,12 @@ func ParseIDs(s string) ([]int64, error) {
 	if s == "" {
 		return nil, errors.New("ids is required: ?ids=1,2,3")
 	}
-	parts := strings.Split(s, ",")
-	if len(parts) > MaxBatchIDs {
-		return nil, fmt.Errorf("at most %d ids per request, got %d", MaxBatchIDs, len(parts))
+	// Count before splitting: a long run of commas must not cost a slice of
+	// that many strings.
+	if n := strings.Count(s, ",") + 1; n > MaxBatchIDs {
+		return nil, fmt.Errorf("at most %d ids per request, got %d", MaxBatchIDs, n)
 	}
+	parts := strings.Split(s, ",")
 	ids := make([]int64, len(parts))
 	for i, p := range parts {
 		id, err := parseID(strings.TrimSpace(p))
@@ -204,27 +209,62 @@ func (h *handlers) products(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"products": ps, "missing": missing})
 }
 
-// decodeBody reads one JSON object into v: at most MaxBodyBytes, no unknown
-// fields, nothing after it.
+// decodeBody reads one JSON object into v (a pointer to a struct): at most
+// MaxBodyBytes, no unknown fields, field names matched exactly (encoding/json
+// alone would take "PRODUCT_ID" for "product_id"), nothing after it.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) (Problem, bool) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			return probBadRequest.with("Content-Type must be application/json"), false
 		}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return probTooLarge.with(fmt.Sprintf("at most %d bytes", MaxBodyBytes)), false
 		}
+		return probBadRequest.with("the body could not be read"), false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return probBadRequest.with("invalid JSON body: " + err.Error()), false
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return probBadRequest.with("the body must hold a single JSON object"), false
 	}
+	if name, ok := unknownName(body, v); !ok {
+		return probBadRequest.with(fmt.Sprintf("invalid JSON body: unknown field %q (names are case-sensitive)", truncate(name))), false
+	}
 	return Problem{}, true
+}
+
+// unknownName returns the first key of the JSON object body that is not
+// exactly the json name of a field of the struct v points to.
+func unknownName(body []byte, v any) (string, bool) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &obj) != nil {
+		return "", true // not an object: the decoder has judged it
+	}
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return "", true
+	}
+	known := make(map[string]bool, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		known[cmp.Or(name, t.Field(i).Name)] = true
+	}
+	for k := range obj {
+		if !known[k] {
+			return k, false
+		}
+	}
+	return "", true
 }
 
 func (h *handlers) updateProduct(w http.ResponseWriter, r *http.Request) {

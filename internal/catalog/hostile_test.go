@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -182,4 +183,35 @@ func TestRequestsAndQueriesRunOutOfTimeAs503(t *testing.T) {
 	rec = httptest.NewRecorder()
 	hh.fail(rec, httptest.NewRequest(http.MethodGet, "/v1/search?q=x", nil), fmt.Errorf("search: %w", &pgconn.PgError{Code: "57014"}))
 	checkProblem(t, rec, http.StatusServiceUnavailable, "/problems/unavailable")
+}
+
+// JSON field names match exactly: PRODUCT_ID is an unknown field.
+func TestJSONFieldNamesAreCaseSensitive(t *testing.T) {
+	a := newTestAPI(t, apiOptions{})
+	for _, body := range []string{
+		`{"PRODUCT_ID": 1, "quantity": 1, "idempotency_key": "case-1"}`,
+		`{"product_id": 1, "Quantity": 1, "idempotency_key": "case-2"}`,
+	} {
+		checkProblem(t, a.do(http.MethodPost, "/v1/reservations", body), http.StatusBadRequest, "/problems/bad-request")
+	}
+	checkProblem(t, a.admin(http.MethodPatch, "/v1/products/1", `{"Name": "x"}`), http.StatusBadRequest, "/problems/bad-request")
+	if n := a.queryInt("SELECT count(*) FROM reservations"); n != 0 {
+		t.Fatalf("%d reservations made from misspelt fields", n)
+	}
+}
+
+// ids= is refused by counting its separators, before it is split: a
+// megabyte of commas costs no slice of a million strings.
+func TestIDsAreCountedBeforeSplitting(t *testing.T) {
+	commas := strings.Repeat(",", 1<<20)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := ParseIDs(commas)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a million ids accepted")
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<10 {
+		t.Fatalf("ParseIDs allocated %d bytes to refuse it", grew)
+	}
 }
