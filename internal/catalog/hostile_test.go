@@ -215,3 +215,23 @@ func TestIDsAreCountedBeforeSplitting(t *testing.T) {
 		t.Fatalf("ParseIDs allocated %d bytes to refuse it", grew)
 	}
 }
+
+// A replay of a finished reservation is answered without taking the
+// product's lock: it answers even while another request holds the lock.
+func TestReplayNeedsNoLock(t *testing.T) {
+	a := newTestAPI(t, apiOptions{lockWait: 100 * time.Millisecond})
+	a.setInventory(21, 100, 0)
+	body := reserveBody(21, 1, "replay-no-lock")
+	if rec := a.do(http.MethodPost, "/v1/reservations", body); rec.Code != http.StatusCreated {
+		t.Fatalf("first: %d %s", rec.Code, rec.Body.String())
+	}
+	held, err := a.locker.Acquire(context.Background(), "21") // another request holds the product's lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	if rec := a.do(http.MethodPost, "/v1/reservations", body); rec.Code != http.StatusOK {
+		t.Fatalf("replay while the lock is held: %d %s; want 200 with the first reservation", rec.Code, rec.Body.String())
+	}
+	checkProblem(t, a.do(http.MethodPost, "/v1/reservations", reserveBody(21, 2, "replay-no-lock")), http.StatusUnprocessableEntity, "/problems/idempotency-mismatch")
+}

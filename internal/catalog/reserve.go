@@ -40,6 +40,15 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (r Reservatio
 		}
 	}()
 
+	// A replay of a finished reservation is answered without the lock.
+	if r, found, err := s.store.Replay(ctx, req.ProductID, req.Quantity, req.IdempotencyKey); err != nil || found {
+		if err == nil {
+			result = "duplicate"
+		} else {
+			result = ""
+		}
+		return r, false, err
+	}
 	// An unknown product is answered before locking: a lock (and its fence
 	// counter) per made-up id would let anyone fill the lock servers. The
 	// product cache answers this read, negative answers included.

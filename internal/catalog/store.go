@@ -50,6 +50,7 @@ const (
 	QueryUpdateProduct = "update_product"
 	QueryInventory     = "inventory"
 	QueryReserve       = "reserve"
+	QueryReplay        = "replay"
 	QueryCancel        = "cancel"
 )
 
@@ -57,7 +58,7 @@ const (
 func QueryNames() []string {
 	return []string{
 		QueryProduct, QueryProducts, QueryCategoryStats, QueryTopProducts, QuerySearch,
-		QueryUpdateProduct, QueryInventory, QueryReserve, QueryCancel,
+		QueryUpdateProduct, QueryInventory, QueryReserve, QueryReplay, QueryCancel,
 	}
 }
 

@@ -77,6 +77,21 @@ func (s *Store) Reserve(ctx context.Context, productID int64, qty int, idempoten
 	return res, created, nil
 }
 
+// Replay returns the reservation that idempotencyKey already made, found =
+// true, or found = false when the key is new. A reservation under the key for
+// another product or quantity gives ErrIdempotencyMismatch. It takes no lock:
+// a finished reservation is answered without its product's lock.
+func (s *Store) Replay(ctx context.Context, productID int64, qty int, idempotencyKey string) (res Reservation, found bool, err error) {
+	err = s.run(ctx, QueryReplay, func() error {
+		var err error
+		if res, found, err = reservationByKey(ctx, s.db, idempotencyKey); err == nil && found {
+			err = replay(res, productID, qty)
+		}
+		return err
+	})
+	return res, found, err
+}
+
 func (s *Store) reserve(ctx context.Context, productID int64, qty int, key string, token int64) (Reservation, bool, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {

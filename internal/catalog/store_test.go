@@ -913,6 +913,9 @@ func TestStoreObserverAndDelay(t *testing.T) {
 		func() error { _, err := s.UpdateProduct(ctx, 1, catalog.ProductPatch{Name: &name}); return err },
 		func() error { _, err := s.Inventory(ctx, 1); return err },
 		func() error {
+			if _, found, err := s.Replay(ctx, 1, 1, "observed"); err != nil || found {
+				return errors.Join(err, errors.New("a new key replayed"))
+			}
 			r, _, err := s.Reserve(ctx, 1, 1, "observed", 1)
 			if err != nil {
 				return err
@@ -988,7 +991,7 @@ func TestStoreObserverAndDelay(t *testing.T) {
 	if err := s.Ping(ctx); err != nil {
 		t.Error(err)
 	}
-	if len(catalog.QueryNames()) != 9 {
+	if len(catalog.QueryNames()) != 10 {
 		t.Errorf("QueryNames = %v", catalog.QueryNames())
 	}
 }
