@@ -157,11 +157,12 @@ func (h *handlers) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, probInvalid.with(err.Error()))
 	case errors.Is(err, ErrLockBusy):
 		writeProblem(w, probBusy)
-	case errors.Is(r.Context().Err(), context.DeadlineExceeded):
+	case errors.Is(context.Cause(r.Context()), errServerDeadline):
 		writeProblem(w, probUnavailable.with("the request ran out of its time on the server; retry later"))
 	case r.Context().Err() != nil:
-		// The client went away; nobody reads the answer.
-		writeProblem(w, probUnavailable.with("request cancelled"))
+		// The client went away; nobody reads the answer. 499 (as nginx
+		// logs it) keeps it out of the 5xx that alerts count.
+		writeProblem(w, Problem{Type: probUnavailable.Type, Title: "The client closed the request", Status: statusClientClosed})
 	case isQueryCanceled(err):
 		writeProblem(w, probUnavailable.with("a database query ran out of its time; retry later"))
 	default:
@@ -319,6 +320,10 @@ func isJSONObject(b []byte) bool {
 	var m map[string]any
 	return json.Unmarshal(b, &m) == nil && m != nil
 }
+
+// statusClientClosed is the status recorded for a request whose client went
+// away before the answer: no client reads it, and it is not a server error.
+const statusClientClosed = 499
 
 // isQueryCanceled reports a query that Postgres cancelled, as its
 // statement_timeout does (SQLSTATE 57014).

@@ -235,3 +235,30 @@ func TestReplayNeedsNoLock(t *testing.T) {
 	}
 	checkProblem(t, a.do(http.MethodPost, "/v1/reservations", reserveBody(21, 2, "replay-no-lock")), http.StatusUnprocessableEntity, "/problems/idempotency-mismatch")
 }
+
+// A client that goes away while its reservation waits for the lock is
+// counted as cancelled (code 499), not as a lock timeout or a 503.
+func TestAClientThatLeavesIsCountedAsCancelled(t *testing.T) {
+	a := newTestAPI(t, apiOptions{lockWait: 5 * time.Second})
+	a.setInventory(21, 100, 0)
+	held, err := a.locker.Acquire(context.Background(), "21")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req := httptest.NewRequest(http.MethodPost, "/v1/reservations", strings.NewReader(reserveBody(21, 1, "leaves"))).WithContext(ctx)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	a.handler.ServeHTTP(rec, req)
+	if rec.Code != 499 {
+		t.Fatalf("status %d, want 499", rec.Code)
+	}
+	if n := testutil.ToFloat64(a.svc.reservations.WithLabelValues("cancelled")); n != 1 {
+		t.Fatalf("cancelled = %v, want 1", n)
+	}
+	if n := testutil.ToFloat64(a.svc.reservations.WithLabelValues("lock_timeout")); n != 0 {
+		t.Fatalf("lock_timeout = %v, want 0", n)
+	}
+}

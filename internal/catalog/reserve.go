@@ -59,7 +59,8 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (r Reservatio
 	lk, err := s.locker.Acquire(ctx, strconv.FormatInt(req.ProductID, 10))
 	if err != nil {
 		result = "lock_timeout"
-		if ctx.Err() != nil {
+		if ctx.Err() != nil { // the client went away (or its deadline passed) while waiting
+			result = "cancelled"
 			return r, false, ctx.Err()
 		}
 		return r, false, fmt.Errorf("%w: %w", ErrLockBusy, err)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	_ "embed"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -37,11 +38,15 @@ type HandlerConfig struct {
 	Logger         *slog.Logger
 }
 
+// errServerDeadline is the cause of a request context that ran out of its
+// server-side time (as opposed to a client that went away).
+var errServerDeadline = errors.New("catalog: the request ran out of its server-side time")
+
 // deadline gives every request a server-side deadline of d.
 func deadline(d time.Duration) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx, cancel := context.WithTimeout(r.Context(), d)
+			ctx, cancel := context.WithTimeoutCause(r.Context(), d, errServerDeadline)
 			defer cancel()
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})

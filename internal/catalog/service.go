@@ -89,9 +89,9 @@ func NewService(cfg Config) (*Service, error) {
 	}
 	s.reservations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "catalog_reservations_total",
-		Help: "Reservation requests by result: reserved, insufficient (not enough stock), fenced (the lock was lost: write refused), lock_timeout (the product's lock was busy or its Redis unavailable), duplicate (idempotent replay).",
+		Help: "Reservation requests by result: reserved, insufficient (not enough stock), fenced (the lock was lost: write refused), lock_timeout (the product's lock was busy or its Redis unavailable), duplicate (idempotent replay), cancelled (the caller went away while waiting for the lock).",
 	}, []string{"result"})
-	for _, r := range []string{"reserved", "insufficient", "fenced", "lock_timeout", "duplicate"} {
+	for _, r := range []string{"reserved", "insufficient", "fenced", "lock_timeout", "duplicate", "cancelled"} {
 		s.reservations.WithLabelValues(r)
 	}
 	if cfg.Registerer != nil {
