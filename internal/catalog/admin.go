@@ -59,7 +59,7 @@ func (h *handlers) adminSetCache(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.Strategy != "" {
 		if _, err := cachex.ParseStrategy(string(s.Strategy)); err != nil {
-			writeProblem(w, probInvalid.with(err.Error()))
+			writeProblem(w, probInvalid.with(publicDetail(err)))
 			return
 		}
 	}
@@ -88,7 +88,7 @@ func (h *handlers) adminSetFaults(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.faults.Set(f); err != nil {
-		writeProblem(w, probInvalid.with(err.Error()))
+		writeProblem(w, probInvalid.with(publicDetail(err)))
 		return
 	}
 	writeJSON(w, http.StatusOK, h.faults.Get())

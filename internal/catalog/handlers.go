@@ -50,7 +50,8 @@ func (h *handlers) readyz(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := h.ready(ctx); err != nil {
-			writeProblem(w, probUnavailable.with(err.Error()))
+			h.log.WarnContext(r.Context(), "not ready", "err", err)
+			writeProblem(w, probUnavailable.with("Postgres does not answer"))
 			return
 		}
 	}
@@ -148,13 +149,13 @@ func (h *handlers) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, ErrNotFound):
 		writeProblem(w, probNotFound)
 	case errors.Is(err, ErrInsufficientStock):
-		writeProblem(w, probInsufficient.with(err.Error()))
+		writeProblem(w, probInsufficient.with(publicDetail(err)))
 	case errors.Is(err, ErrFenced):
 		writeProblem(w, probFenced)
 	case errors.Is(err, ErrIdempotencyMismatch):
 		writeProblem(w, probIdemMismatch)
 	case errors.Is(err, ErrInvalidArgument):
-		writeProblem(w, probInvalid.with(err.Error()))
+		writeProblem(w, probInvalid.with(publicDetail(err)))
 	case errors.Is(err, ErrLockBusy):
 		writeProblem(w, probBusy)
 	case errors.Is(context.Cause(r.Context()), errServerDeadline):
@@ -230,7 +231,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) (Problem, bool) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return probBadRequest.with("invalid JSON body: " + err.Error()), false
+		return probBadRequest.with("invalid JSON body: " + jsonDetail(err)), false
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return probBadRequest.with("the body must hold a single JSON object"), false
@@ -239,6 +240,60 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) (Problem, bool) {
 		return probBadRequest.with(fmt.Sprintf("invalid JSON body: unknown field %q (names are case-sensitive)", truncate(name))), false
 	}
 	return Problem{}, true
+}
+
+// jsonDetail says what is wrong with a JSON body in the API's terms: field
+// names and JSON types, never Go's.
+func jsonDetail(err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("malformed JSON at byte %d", syntax.Offset)
+	case errors.As(err, &typ) && typ.Field != "":
+		return fmt.Sprintf("field %q must be a JSON %s", truncate(typ.Field), jsonType(typ.Type))
+	case errors.As(err, &typ):
+		return "the body must be a JSON object"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the body is empty or cut short"
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return "unknown field " + truncate(name)
+	}
+	return "not the expected JSON object"
+}
+
+// jsonType names the JSON type that a Go type is decoded from.
+func jsonType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "boolean"
+	case reflect.String:
+		return "string"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	case reflect.Pointer:
+		return jsonType(t.Elem())
+	}
+	if t.Kind() >= reflect.Int && t.Kind() <= reflect.Float64 {
+		if t.Kind() >= reflect.Float32 {
+			return "number"
+		}
+		return "integer"
+	}
+	return "value"
+}
+
+// publicDetail is err's message for a client: without the package and query
+// name prefixes ("catalog: ", "reserve: ") that errors carry for the log.
+func publicDetail(err error) string {
+	msg := err.Error()
+	for _, prefix := range append([]string{"catalog", "cachex", "lockx"}, QueryNames()...) {
+		msg = strings.ReplaceAll(msg, prefix+": ", "")
+	}
+	return msg
 }
 
 // unknownName returns the first key of the JSON object body that is not

@@ -262,3 +262,38 @@ func TestAClientThatLeavesIsCountedAsCancelled(t *testing.T) {
 		t.Fatalf("lock_timeout = %v, want 0", n)
 	}
 }
+
+// Problem details speak the API's terms: no Go type names, no package or
+// query prefixes, no host:port.
+func TestProblemDetailsCarryNoInternals(t *testing.T) {
+	a := newTestAPI(t, apiOptions{})
+	a.setInventory(21, 1, 0)
+	h, err := NewHandler(HandlerConfig{Service: a.svc, Registry: prometheus.NewRegistry(),
+		Ready: func(context.Context) error { return errors.New("dial tcp 127.0.0.1:5432: connect: connection refused") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := httptest.NewRecorder()
+	h.ServeHTTP(ready, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	recs := map[string]*httptest.ResponseRecorder{
+		"readyz":           ready,
+		"wrong type":       a.do(http.MethodPost, "/v1/reservations", `{"product_id": "21", "quantity": 1, "idempotency_key": "t"}`),
+		"not an object":    a.do(http.MethodPost, "/v1/reservations", `[1]`),
+		"syntax":           a.do(http.MethodPost, "/v1/reservations", `{"product_id": 21,`),
+		"insufficient":     a.do(http.MethodPost, "/v1/reservations", reserveBody(21, 5, "too-many")),
+		"unknown strategy": a.admin(http.MethodPut, "/admin/caches/product", `{"strategy": "lru"}`),
+		"patch wrong type": a.admin(http.MethodPatch, "/v1/products/1", `{"price_cents": "12"}`),
+	}
+	for name, rec := range recs {
+		var p Problem
+		if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || p.Detail == "" {
+			t.Errorf("%s: %d %s: want a problem with a detail", name, rec.Code, rec.Body.String())
+			continue
+		}
+		for _, internal := range []string{"Go ", "int64", "struct", "catalog:", "cachex:", "lockx:", "127.0.0.1", "json:", "reserve:"} {
+			if strings.Contains(p.Detail, internal) {
+				t.Errorf("%s: detail %q shows %q", name, p.Detail, internal)
+			}
+		}
+	}
+}
