@@ -297,3 +297,18 @@ func TestProblemDetailsCarryNoInternals(t *testing.T) {
 		}
 	}
 }
+
+// HEAD answers on every GET route, as GET would but without a body.
+func TestHEADOnEveryGETRoute(t *testing.T) {
+	a := newTestAPI(t, apiOptions{})
+	for _, path := range []string{"/healthz", "/v1/products/1", "/v1/products?ids=1,2", "/v1/categories/1/stats", "/v1/search?q=oak"} {
+		get, head := a.do(http.MethodGet, path, ""), a.do(http.MethodHead, path, "")
+		if head.Code != get.Code || head.Code != http.StatusOK || head.Header().Get("Content-Type") != get.Header().Get("Content-Type") {
+			t.Errorf("HEAD %s: %d %q; GET: %d %q", path, head.Code, head.Header().Get("Content-Type"), get.Code, get.Header().Get("Content-Type"))
+		}
+	}
+	rec := a.do(http.MethodDelete, "/v1/products/1", "")
+	if allow := rec.Header().Get("Allow"); !strings.Contains(allow, "HEAD") {
+		t.Errorf("405 Allow = %q, want HEAD listed", allow)
+	}
+}

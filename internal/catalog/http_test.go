@@ -348,7 +348,7 @@ func TestHTTPMaxBytesWithoutContentType(t *testing.T) {
 func TestMethodNotAllowedSaysWhatIsAllowed(t *testing.T) {
 	a := newTestAPI(t, apiOptions{})
 	rec := a.do(http.MethodDelete, "/v1/products/1", "")
-	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, PATCH" {
-		t.Fatalf("DELETE /v1/products/1 = %d with Allow %q, want 405 with \"GET, PATCH\"", rec.Code, rec.Header().Get("Allow"))
+	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD, PATCH" {
+		t.Fatalf("DELETE /v1/products/1 = %d with Allow %q, want 405 with \"GET, HEAD, PATCH\"", rec.Code, rec.Header().Get("Allow"))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -67,7 +68,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		return nil, err
 	}
 	r := chi.NewRouter()
-	r.Use(m.middleware, h.recoverer)
+	r.Use(m.middleware, h.recoverer, middleware.GetHead) // HEAD on every GET route
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, probNotFound.with("no route "+r.URL.Path))
 	})
@@ -76,6 +77,9 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 			if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
 				allow = append(allow, m)
+				if m == http.MethodGet {
+					allow = append(allow, http.MethodHead)
+				}
 			}
 		}
 		w.Header().Set("Allow", strings.Join(allow, ", "))
