@@ -74,7 +74,7 @@ func FuzzDecodeReserveRequest(f *testing.F) {
 		if req.ProductID <= 0 || req.Quantity < 1 || req.Quantity > MaxQuantity {
 			t.Fatalf("accepted out of range: %+v", req)
 		}
-		if req.IdempotencyKey == "" || len(req.IdempotencyKey) > MaxIdemKeyBytes || !utf8.ValidString(req.IdempotencyKey) ||
+		if req.IdempotencyKey == "" || utf8.RuneCountInString(req.IdempotencyKey) > MaxIdempotencyKeyLen || !utf8.ValidString(req.IdempotencyKey) ||
 			strings.ContainsFunc(req.IdempotencyKey, unicode.IsControl) {
 			t.Fatalf("accepted a bad idempotency key %q", req.IdempotencyKey)
 		}

@@ -24,12 +24,11 @@ import (
 
 // Limits of the API, answered with 4xx problems.
 const (
-	MaxBodyBytes    = 16 << 10
-	MaxBatchIDs     = 100
-	MaxQueryRunes   = 200
-	MaxSearchLimit  = 50
-	MaxIdemKeyBytes = 200
-	MaxQuantity     = 1000
+	MaxBodyBytes   = 16 << 10
+	MaxBatchIDs    = 100
+	MaxQueryRunes  = 200
+	MaxSearchLimit = 50
+	MaxQuantity    = 1000
 )
 
 type handlers struct {
@@ -533,8 +532,9 @@ func DecodeReserveRequest(w http.ResponseWriter, r *http.Request) (ReserveReques
 		return req, probInvalid.with("product_id must be a positive integer"), false
 	case req.Quantity < 1 || req.Quantity > MaxQuantity:
 		return req, probInvalid.with(fmt.Sprintf("quantity must be within 1..%d", MaxQuantity)), false
-	case req.IdempotencyKey == "" || len(req.IdempotencyKey) > MaxIdemKeyBytes || !utf8.ValidString(req.IdempotencyKey) || hasControl(req.IdempotencyKey, false):
-		return req, probInvalid.with(fmt.Sprintf("idempotency_key (or the Idempotency-Key header) is required: 1..%d bytes of UTF-8 without NUL or control characters", MaxIdemKeyBytes)), false
+	case req.IdempotencyKey == "" || !utf8.ValidString(req.IdempotencyKey) || utf8.RuneCountInString(req.IdempotencyKey) > MaxIdempotencyKeyLen ||
+		hasControl(req.IdempotencyKey, false):
+		return req, probInvalid.with(fmt.Sprintf("idempotency_key (or the Idempotency-Key header) is required: 1..%d characters of UTF-8 without NUL or control characters", MaxIdempotencyKeyLen)), false
 	}
 	return req, Problem{}, true
 }

@@ -312,3 +312,16 @@ func TestHEADOnEveryGETRoute(t *testing.T) {
 		t.Errorf("405 Allow = %q, want HEAD listed", allow)
 	}
 }
+
+// The idempotency key's limit is 200 characters everywhere (code, OpenAPI,
+// the table's CHECK): a key of 200 two-byte characters is accepted, 201
+// characters are not.
+func TestIdempotencyKeyLimitIsInCharacters(t *testing.T) {
+	a := newTestAPI(t, apiOptions{})
+	a.setInventory(21, 10, 0)
+	if rec := a.do(http.MethodPost, "/v1/reservations", reserveBody(21, 1, strings.Repeat("é", MaxIdempotencyKeyLen))); rec.Code != http.StatusCreated {
+		t.Fatalf("a key of %d two-byte characters: %d %s", MaxIdempotencyKeyLen, rec.Code, rec.Body.String())
+	}
+	checkProblem(t, a.do(http.MethodPost, "/v1/reservations", reserveBody(21, 1, strings.Repeat("é", MaxIdempotencyKeyLen+1))),
+		http.StatusUnprocessableEntity, "/problems/invalid-parameter")
+}

@@ -237,8 +237,8 @@ func TestHTTPBadInput(t *testing.T) {
 		{"reserve product missing", "POST", "/v1/reservations", `{"quantity": 1, "idempotency_key": "u"}`, nil, 422, invalid},
 		{"reserve key missing", "POST", "/v1/reservations", `{"product_id": 21, "quantity": 1}`, nil, 422, invalid},
 		{"reserve key empty header empty", "POST", "/v1/reservations", reserveBody(21, 1, ""), header{"Idempotency-Key", ""}, 422, invalid},
-		{"reserve key too long", "POST", "/v1/reservations", reserveBody(21, 1, strings.Repeat("k", MaxIdemKeyBytes+1)), nil, 422, invalid},
-		{"reserve header key too long", "POST", "/v1/reservations", `{"product_id": 21, "quantity": 1}`, header{"Idempotency-Key", strings.Repeat("k", MaxIdemKeyBytes+1)}, 422, invalid},
+		{"reserve key too long", "POST", "/v1/reservations", reserveBody(21, 1, strings.Repeat("k", MaxIdempotencyKeyLen+1)), nil, 422, invalid},
+		{"reserve header key too long", "POST", "/v1/reservations", `{"product_id": 21, "quantity": 1}`, header{"Idempotency-Key", strings.Repeat("k", MaxIdempotencyKeyLen+1)}, 422, invalid},
 		{"reserve key not UTF-8", "POST", "/v1/reservations", `{"product_id": 21, "quantity": 1}`, header{"Idempotency-Key", "k\xff"}, 422, invalid},
 		{"reserve unknown product", "POST", "/v1/reservations", reserveBody(999999, 1, "unknown-product"), nil, 404, notFound},
 
