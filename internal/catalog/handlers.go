@@ -152,7 +152,7 @@ func (h *handlers) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, ErrFenced):
 		writeProblem(w, probFenced)
 	case errors.Is(err, ErrIdempotencyMismatch):
-		writeProblem(w, probIdemMismatch)
+		writeProblem(w, probIdemMismatch.with(publicDetail(err))) // what the key already holds
 	case errors.Is(err, ErrInvalidArgument):
 		writeProblem(w, probInvalid.with(publicDetail(err)))
 	case errors.Is(err, ErrLockBusy):

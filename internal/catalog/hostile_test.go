@@ -233,7 +233,10 @@ func TestReplayNeedsNoLock(t *testing.T) {
 	if rec := a.do(http.MethodPost, "/v1/reservations", body); rec.Code != http.StatusOK {
 		t.Fatalf("replay while the lock is held: %d %s; want 200 with the first reservation", rec.Code, rec.Body.String())
 	}
-	checkProblem(t, a.do(http.MethodPost, "/v1/reservations", reserveBody(21, 2, "replay-no-lock")), http.StatusUnprocessableEntity, "/problems/idempotency-mismatch")
+	p := checkProblem(t, a.do(http.MethodPost, "/v1/reservations", reserveBody(21, 2, "replay-no-lock")), http.StatusUnprocessableEntity, "/problems/idempotency-mismatch")
+	if want := `key "replay-no-lock" holds 1 of product 21, the request wants 2 of product 21`; !strings.Contains(p.Detail, want) {
+		t.Fatalf("mismatch detail %q, want it to say %q", p.Detail, want)
+	}
 }
 
 // A client that goes away while its reservation waits for the lock is
