@@ -147,7 +147,7 @@ func (a *acquisition) ready(ctx context.Context) bool {
 
 // idle returns the servers that have nothing outstanding.
 func (a *acquisition) idle() []int {
-	if a.busy == nil || len(a.busy) == 1 && (a.busy[0] == nil || closed(a.busy[0])) {
+	if a.busy == nil {
 		return a.l.all
 	}
 	idle := make([]int, 0, len(a.busy))
@@ -200,11 +200,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	}
 	a.cleanUp(ctx, idle, got, rest)
 	if unanswered := failed + len(l.nodes) - len(idle); unanswered > len(l.nodes)-l.quorum {
-		errs := make([]error, 0, failed)
-		for _, r := range got {
-			errs = append(errs, r.err)
-		}
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, errors.Join(errs...))
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, replyErrors(got))
 	}
 	return nil, nil
 }
@@ -244,7 +240,7 @@ func (a *acquisition) cleanUp(ctx context.Context, idle []int, got []reply, rest
 			a.busy[i] = done
 			l.background(func() {
 				defer close(done)
-				_, _ = l.cleanUp(ctx, a.key, a.holder, i)
+				_, _ = l.releaseOn(ctx, a.key, a.holder, i)
 			})
 		}
 	}
@@ -263,7 +259,7 @@ func (a *acquisition) cleanUp(ctx context.Context, idle []int, got []reply, rest
 	}
 	rest.then(l, func(r reply) {
 		if mayHold(r) {
-			_, _ = l.cleanUp(ctx, a.key, a.holder, r.node)
+			_, _ = l.releaseOn(ctx, a.key, a.holder, r.node)
 		}
 		close(done[r.node])
 	})
@@ -274,7 +270,7 @@ func (a *acquisition) cleanUp(ctx context.Context, idle []int, got []reply, rest
 // waiter is not kept waiting for it.
 func (a *acquisition) leave() {
 	if a.l.opts.HandOver {
-		a.l.background(func() { _, _ = a.l.cleanUp(context.Background(), a.key, a.holder, 0) })
+		a.l.background(func() { _, _ = a.l.releaseOn(context.Background(), a.key, a.holder, 0) })
 	}
 }
 

@@ -183,7 +183,7 @@ func TestHandOverSkipsExpiredWaitersAndPassesOnWhenLeaving(t *testing.T) {
 	if n := rdb.HExists(ctx, queueKeys(a.lockKey("r"))[3], "dead").Val(); n {
 		t.Fatal("the dead waiter's deadline is still stored")
 	}
-	_, _ = a.cleanUp(ctx, a.lockKey("r"), "leaving", 0) // what its Acquire does when it gives up
+	_, _ = a.releaseOn(ctx, a.lockKey("r"), "leaving", 0) // what its Acquire does when it gives up
 	lk := get(t, ch)
 	if lk.Token() <= la.Token() {
 		t.Fatalf("token %d is not above %d", lk.Token(), la.Token())

@@ -187,11 +187,7 @@ func (lk *Lock) Release() error {
 		return lostErr
 	}
 	if _, failed := count(got); len(got)-failed < l.quorum {
-		errs := make([]error, 0, failed)
-		for _, r := range got {
-			errs = append(errs, r.err)
-		}
-		return fmt.Errorf("lockx: release %s: too few servers answered: %w", lk.key, errors.Join(errs...))
+		return fmt.Errorf("lockx: release %s: too few servers answered: %w", lk.key, replyErrors(got))
 	}
 	return nil
 }

@@ -92,11 +92,11 @@ func queueKeys(lockKey string) []string {
 	return []string{lockKey, fenceKey(lockKey), lockKey + ":queue", lockKey + ":waiting"}
 }
 
-// cleanUp deletes the lock on server i if it is set to holder, waking the
+// releaseOn deletes the lock on server i if it is set to holder, waking the
 // waiters (with HandOver: handing it to the first queued waiter, and taking
 // holder off the queue). It is bounded by Timeout and ignores ctx's
 // cancellation: a lock must not be left behind because a request ended.
-func (l *Locker) cleanUp(ctx context.Context, key, holder string, i int) (int64, error) {
+func (l *Locker) releaseOn(ctx context.Context, key, holder string, i int) (int64, error) {
 	return l.call(context.WithoutCancel(ctx), i, l.releaseCall(key, holder))
 }
 

@@ -18,6 +18,15 @@ type reply struct {
 	err  error
 }
 
+// replyErrors joins the errors of the replies that failed.
+func replyErrors(got []reply) error {
+	errs := make([]error, 0, len(got))
+	for _, r := range got {
+		errs = append(errs, r.err)
+	}
+	return errors.Join(errs...)
+}
+
 // late are the replies of a round that had not arrived when it decided.
 type late struct {
 	ch     <-chan reply
