@@ -49,32 +49,7 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	dbURL := testenv.PostgresURL(t)
 	node := testenv.Redis(t)
-	bin := filepath.Join(t.TempDir(), "api")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	env := append(os.Environ(), "DATABASE_URL="+dbURL, "REDIS_URL="+node.URL(), "LOCK_REDIS_URLS=", "ADMIN_TOKEN=t0k", "HTTP_ADDR=127.0.0.1:0")
-
-	seedCmd := exec.Command(bin, "seed", "-scale", "0.02")
-	seedCmd.Env = env
-	if out, err := seedCmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "500 products") {
-		t.Fatalf("api seed: %v\n%s", err, out)
-	}
-
-	api := exec.Command(bin)
-	api.Env = env
-	stdout, err := api.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	api.Stderr = &stderr
-	if err := api.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer api.Process.Kill()
-	addr := listenAddr(t, stdout)
-	base := "http://" + addr
+	bin, api, stderr, base := startAPI(t, dbURL, node.URL())
 	waitFor(t, "/readyz", 10*time.Second, func() bool { return get(base+"/readyz") == http.StatusOK })
 	if code := get(base + "/v1/categories/1/stats"); code != http.StatusOK {
 		t.Fatalf("stats: %d", code)
@@ -122,6 +97,37 @@ func TestRunEndToEnd(t *testing.T) {
 	if !strings.Contains(stderr.String(), "stopped") {
 		t.Fatalf("no clean stop in the log:\n%s", stderr.String())
 	}
+}
+
+// startAPI builds the api, seeds the database at dbURL (scale 0.02) and
+// starts the api on a free port with redisURL for its caches and lock (admin
+// token t0k). It returns the binary, the running command (killed at the end
+// of the test), its stderr and its base URL.
+func startAPI(t *testing.T, dbURL, redisURL string) (bin string, api *exec.Cmd, stderr *strings.Builder, base string) {
+	t.Helper()
+	bin = filepath.Join(t.TempDir(), "api")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	env := append(os.Environ(), "DATABASE_URL="+dbURL, "REDIS_URL="+redisURL, "LOCK_REDIS_URLS=", "ADMIN_TOKEN=t0k", "HTTP_ADDR=127.0.0.1:0")
+	seedCmd := exec.Command(bin, "seed", "-scale", "0.02")
+	seedCmd.Env = env
+	if out, err := seedCmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "500 products") {
+		t.Fatalf("api seed: %v\n%s", err, out)
+	}
+	api = exec.Command(bin)
+	api.Env = env
+	stdout, err := api.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr = &strings.Builder{}
+	api.Stderr = stderr
+	if err := api.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = api.Process.Kill(); _ = api.Wait() })
+	return bin, api, stderr, "http://" + listenAddr(t, stdout)
 }
 
 // inStock returns n products that have stock to reserve.
@@ -214,34 +220,13 @@ func TestReadyWithoutRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the api")
 	}
-	dbURL := testenv.PostgresURL(t)
-	bin := filepath.Join(t.TempDir(), "api")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dead := "redis://" + l.Addr().String() // nothing listens once closed
 	_ = l.Close()
-	env := append(os.Environ(), "DATABASE_URL="+dbURL, "REDIS_URL="+dead, "LOCK_REDIS_URLS=", "ADMIN_TOKEN=t0k", "HTTP_ADDR=127.0.0.1:0")
-	seedCmd := exec.Command(bin, "seed", "-scale", "0.02")
-	seedCmd.Env = env
-	if out, err := seedCmd.CombinedOutput(); err != nil {
-		t.Fatalf("api seed: %v\n%s", err, out)
-	}
-	api := exec.Command(bin)
-	api.Env = env
-	stdout, err := api.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := api.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer api.Process.Kill()
-	base := "http://" + listenAddr(t, stdout)
+	_, _, _, base := startAPI(t, testenv.PostgresURL(t), dead)
 	waitFor(t, "/readyz with Redis down", 10*time.Second, func() bool { return get(base+"/readyz") == http.StatusOK })
 	if code := get(base + "/v1/categories/1/stats"); code != http.StatusOK {
 		t.Fatalf("stats with Redis down: %d, want 200 (served without the cache)", code)
