@@ -144,16 +144,31 @@ func TestBatchRefreshCountsALockErrorAsAnError(t *testing.T) {
 	}
 }
 
-// failLocks makes every pipelined lock script fail with an error reply.
+// failLocks makes every lock script fail with an error reply, alone or in a
+// pipeline, as a Redis error would.
 type failLocks struct{}
 
-func (failLocks) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (failLocks) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+// isLock reports whether cmd runs lockSrc (by SHA or by source).
+func isLock(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	return len(args) > 1 && (args[1] == lockSrc || args[1] == redis.NewScript(lockSrc).Hash())
+}
+
+func (failLocks) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (failLocks) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if isLock(cmd) {
+			cmd.SetErr(redisErrReply("ERR injected lock failure"))
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
 func (failLocks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		for _, cmd := range cmds {
-			if args := cmd.Args(); cmd.Name() == "eval" && len(args) > 1 && args[1] == lockSrc {
+			if isLock(cmd) {
 				cmd.SetErr(redisErrReply("ERR injected lock failure"))
 				err = errors.Join(err, cmd.Err())
 			}

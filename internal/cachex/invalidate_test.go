@@ -46,24 +46,6 @@ func (s *source) loadMany(ctx context.Context, keys []string) (map[string]string
 	return out, err
 }
 
-// failLock makes the single-key lock script fail, as a Redis error would.
-type failLock struct{}
-
-func (failLock) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (failLock) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (failLock) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	lock := redis.NewScript(lockSrc).Hash()
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if args := cmd.Args(); len(args) > 1 && (args[1] == lock || args[1] == lockSrc) {
-			cmd.SetErr(redisErrReply("ERR injected lock failure"))
-			return cmd.Err()
-		}
-		return next(ctx, cmd)
-	}
-}
-
 // changeBeforeLock invalidates the key just before the first lock call.
 type changeBeforeLock struct {
 	c    *Cache[string]
@@ -75,9 +57,8 @@ func (h *changeBeforeLock) ProcessPipelineHook(next redis.ProcessPipelineHook) r
 	return next
 }
 func (h *changeBeforeLock) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	lock := redis.NewScript(lockSrc).Hash()
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if args := cmd.Args(); len(args) > 1 && (args[1] == lock || args[1] == lockSrc) && h.done.CompareAndSwap(false, true) {
+		if isLock(cmd) && h.done.CompareAndSwap(false, true) {
 			if err := h.c.Invalidate(ctx, "k"); err != nil {
 				return err
 			}
@@ -103,7 +84,7 @@ func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
 		"get under the lease": {opts: Options{}},
 		"get without a lease": {opts: Options{NoLease: true}},
 		"get whose lock call failed": {opts: Options{}, prepare: func(t *testing.T, c *Cache[string], rdb redis.UniversalClient) {
-			rdb.(*redis.Client).AddHook(failLock{})
+			rdb.(*redis.Client).AddHook(failLocks{})
 		}},
 		"get after the lease wait gave up": {opts: Options{LeaseWait: 20 * time.Millisecond}, prepare: func(t *testing.T, c *Cache[string], rdb redis.UniversalClient) {
 			rk := c.redisKey("k") // another instance holds the lock and never writes
