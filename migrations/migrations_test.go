@@ -120,9 +120,8 @@ func TestSchemaEnforcesInventoryAndReservationRules(t *testing.T) {
 		sql        string
 		constraint string
 	}{
-		"reserved above stock": {"UPDATE inventory SET reserved = 6 WHERE product_id = 1", "inventory_reserved_within_stock"},
-		"reserved below zero":  {"UPDATE inventory SET reserved = -1 WHERE product_id = 1", "inventory_reserved_within_stock"},
-		"stock below reserved": {"UPDATE inventory SET reserved = 3, stock = 2 WHERE product_id = 1", "inventory_reserved_within_stock"},
+		"reserved below zero": {"UPDATE inventory SET reserved = -1 WHERE product_id = 1", "inventory_reserved_not_negative"},
+		"stock below zero":    {"UPDATE inventory SET stock = -1 WHERE product_id = 1", "inventory_stock_check"},
 		"repeated idempotency key": {
 			"INSERT INTO reservations (product_id, quantity, fence_token, idempotency_key) VALUES (1, 1, 8, 'k1')",
 			"reservations_idempotency_key_key",
@@ -139,6 +138,32 @@ func TestSchemaEnforcesInventoryAndReservationRules(t *testing.T) {
 				t.Fatalf("got %v, want a violation of %s", err, tc.constraint)
 			}
 		})
+	}
+
+	// The warehouse was stocked when the inventory row was inserted, is
+	// restocked when the stock is set, and is left alone by reservations;
+	// reserved above stock (an oversell) is recorded, not refused.
+	available := func() (n int) {
+		t.Helper()
+		if err := db.QueryRow(ctx, "SELECT available FROM warehouse WHERE product_id = 1").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := available(); n != 5 {
+		t.Errorf("warehouse stocked with %d units, want 5", n)
+	}
+	if _, err := db.Exec(ctx, "UPDATE inventory SET reserved = 6 WHERE product_id = 1"); err != nil {
+		t.Fatalf("an oversell is refused: %v", err)
+	}
+	if n := available(); n != 5 {
+		t.Errorf("a change of reserved changed the warehouse to %d", n)
+	}
+	if _, err := db.Exec(ctx, "UPDATE inventory SET stock = 8, reserved = 2 WHERE product_id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := available(); n != 6 {
+		t.Errorf("a stocktake set the warehouse to %d, want 8 - 2", n)
 	}
 
 	// Full-text search over the generated column finds the product by stem.

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/stampede-lab/stampede/internal/catalog"
 )
 
 // config is everything the api reads from flags and the environment.
@@ -17,6 +19,7 @@ type config struct {
 	redisURL      string
 	lockRedisURLs []string
 	adminToken    string
+	mode          catalog.Mode
 	logLevel      slog.Level
 	logJSON       bool
 	migrate       bool
@@ -52,6 +55,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.StringVar(&c.redisURL, "redis-url", env("REDIS_URL", "redis://127.0.0.1:6379"), "Redis of the caches (env REDIS_URL)")
 	fs.StringVar(&lockURLs, "lock-redis-urls", env("LOCK_REDIS_URLS", ""), "comma-separated Redis URLs of the lock: one, or several independent masters for Redlock; default: the cache's Redis (env LOCK_REDIS_URLS)")
 	fs.StringVar(&c.adminToken, "admin-token", env("ADMIN_TOKEN", ""), "Bearer token of the admin API; empty disables it (env ADMIN_TOKEN)")
+	var mode string
+	fs.StringVar(&mode, "reservation-mode", env("RESERVATION_MODE", string(catalog.ModeFenced)), "how reservations guard the warehouse: unsafe (no lock), lock (no token check) or fenced; the admin API changes it at run time (env RESERVATION_MODE)")
 	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	fs.StringVar(&format, "log-format", env("LOG_FORMAT", "text"), "text or json (env LOG_FORMAT)")
 	fs.BoolVar(&c.migrate, "migrate", env("MIGRATE", "true") == "true", "apply migrations before serving (env MIGRATE)")
@@ -64,6 +69,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	if fs.NArg() > 0 {
 		return "", config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	m, err := catalog.ParseMode(mode)
+	if err != nil {
+		return "", config{}, fmt.Errorf("reservation mode %q: want unsafe, lock or fenced", mode)
+	}
+	c.mode = m
 	if err := c.logLevel.UnmarshalText([]byte(level)); err != nil {
 		return "", config{}, fmt.Errorf("log level: %w", err)
 	}

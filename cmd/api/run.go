@@ -149,7 +149,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 		return err
 	}
 	faults := &catalog.Injector{}
-	store := catalog.NewStore(pool, observe, catalog.WithDelay(faults.DBDelay))
+	store := catalog.NewStore(pool, catalog.WithObserver(observe), catalog.WithDelay(faults.DBDelay))
 
 	// Reservation locks have no watchdog: a reservation is one short
 	// transaction, bounded by the lock's context; a holder paused past the
@@ -162,7 +162,18 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 	}
 	defer locker.Close()
 
-	svc, err := catalog.NewService(catalog.Config{Store: store, Cache: cacheRedis, Locker: locker, Faults: faults, Registerer: reg, Logger: log})
+	// The warehouse gets a pool of its own: a reservation holds a catalog
+	// connection while it calls the warehouse, as it would an outside service.
+	whPool, err := pgxpool.NewWithConfig(ctx, pool.Config())
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	defer whPool.Close()
+	warehouse := catalog.NewWarehouse(whPool, observe)
+
+	svc, err := catalog.NewService(catalog.Config{
+		Store: store, Warehouse: warehouse, Mode: cfg.mode, Cache: cacheRedis, Locker: locker, Faults: faults, Registerer: reg, Logger: log,
+	})
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func startTestAPI(t *testing.T, o testAPI) (string, *pgxpool.Pool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	storeOpts := []catalog.StoreOption{observe}
+	storeOpts := []catalog.StoreOption{catalog.WithObserver(observe)}
 	if o.queryCost > 0 {
 		storeOpts = append(storeOpts, catalog.WithDelay(catalog.FixedDelay(o.queryCost)))
 	}
@@ -67,7 +67,13 @@ func startTestAPI(t *testing.T, o testAPI) (string, *pgxpool.Pool) {
 	}
 	t.Cleanup(func() { _ = locker.Close() })
 	faults := &catalog.Injector{}
+	whPool, err := pgxpool.NewWithConfig(context.Background(), db.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(whPool.Close)
 	svc, err := catalog.NewService(catalog.Config{Store: catalog.NewStore(db, storeOpts...), Cache: cacheRedis,
+		Warehouse: catalog.NewWarehouse(whPool, observe),
 		Locker: locker, Faults: faults, Registerer: reg, StatsTTL: o.statsTTL, CacheTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -93,3 +93,26 @@ func (h *handlers) adminSetFaults(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, h.faults.Get())
 }
+
+// ModeSetting is the reservation mode in the admin API.
+type ModeSetting struct {
+	Mode Mode `json:"mode"`
+}
+
+func (h *handlers) adminMode(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, ModeSetting{h.svc.Mode()})
+}
+
+func (h *handlers) adminSetMode(w http.ResponseWriter, r *http.Request) {
+	var m ModeSetting
+	if p, ok := decodeBody(w, r, &m); !ok {
+		writeProblem(w, p)
+		return
+	}
+	if err := h.svc.SetMode(m.Mode); err != nil {
+		writeProblem(w, probInvalid.with(publicDetail(err)))
+		return
+	}
+	h.log.InfoContext(r.Context(), "reservation mode changed", "mode", m.Mode)
+	writeJSON(w, http.StatusOK, ModeSetting{h.svc.Mode()})
+}

@@ -12,8 +12,11 @@
 // and Search go through four caches named product, category_stats,
 // top_products and search. UpdateProduct invalidates what it changes.
 //
-// Writes: Service.Reserve takes the product's lock, then in one transaction
-// checks the idempotency key, claims the inventory row with the lock's
-// fencing token (a holder whose lock expired is refused), checks the stock,
-// inserts the reservation and raises the reserved count.
+// Writes: Service.Reserve takes units from the Warehouse, a second store
+// that can only be read and set to an absolute value, and records the
+// reservation in one catalog transaction. The read-modify-write is guarded
+// as the instance's Mode says: ModeUnsafe (nothing: units are oversold),
+// ModeLock (the product's lock: oversold when a holder stops past the lock's
+// TTL), ModeFenced (the lock, and the warehouse refuses an older fencing
+// token: never oversold).
 package catalog

@@ -157,6 +157,8 @@ func (h *handlers) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, probInvalid.with(publicDetail(err)))
 	case errors.Is(err, ErrLockBusy):
 		writeProblem(w, probBusy)
+	case errors.Is(err, ErrOutcomeUnknown):
+		writeProblem(w, probUnavailable.with("the reservation's outcome is unknown; retry with the same idempotency key"))
 	case errors.Is(context.Cause(r.Context()), errServerDeadline):
 		writeProblem(w, probUnavailable.with("the request ran out of its time on the server; retry later"))
 	case r.Context().Err() != nil:

@@ -78,7 +78,13 @@ func newTestAPI(t testing.TB, o apiOptions) *testAPI {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = locker.Close() })
-	svc, err := NewService(Config{Store: store, Cache: cacheRedis, Locker: locker, Faults: faults, Registerer: reg, CacheTimeout: time.Second})
+	whPool, err := pgxpool.NewWithConfig(ctx, db.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(whPool.Close)
+	svc, err := NewService(Config{Store: store, Warehouse: NewWarehouse(whPool, nil), Cache: cacheRedis, Locker: locker,
+		Faults: faults, Registerer: reg, CacheTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

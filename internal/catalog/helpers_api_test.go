@@ -152,11 +152,13 @@ func (a *testAPI) setInventory(productID int64, stock, reserved int) {
 	}
 }
 
-// inventoryRow reads a product's inventory from the table.
+// inventoryRow reads a product's inventory from the tables, with the
+// warehouse's fencing token.
 func (a *testAPI) inventoryRow(productID int64) (stock, reserved int, fence int64) {
 	a.t.Helper()
 	err := a.db.QueryRow(context.Background(),
-		"SELECT stock, reserved, fence_token FROM inventory WHERE product_id = $1", productID).Scan(&stock, &reserved, &fence)
+		"SELECT i.stock, i.reserved, w.fence_token FROM inventory i JOIN warehouse w USING (product_id) WHERE product_id = $1",
+		productID).Scan(&stock, &reserved, &fence)
 	if err != nil {
 		a.t.Fatal(err)
 	}

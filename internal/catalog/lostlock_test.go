@@ -2,128 +2,192 @@ package catalog
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 )
 
-// TestLostLockIsFenced plays the lost-lock scenario through the admin
-// pause knob: request A takes the product's lock (TTL 300ms) and stops in
-// its critical section for 800ms; its lock expires, request B takes it and
-// reserves; when A wakes up, its write carries an older fencing token and
-// is refused. Only B's units are reserved.
-func TestLostLockIsFenced(t *testing.T) {
+// oversold computes a product's oversold units from the data: the units its
+// active reservations hold beyond its stock.
+func (a *testAPI) oversold(productID int64) int {
+	a.t.Helper()
+	return int(a.queryInt(`SELECT greatest(0, coalesce(sum(r.quantity), 0) - max(i.stock))
+		FROM inventory i LEFT JOIN reservations r ON r.product_id = i.product_id AND r.status = 'active'
+		WHERE i.product_id = $1`, productID))
+}
+
+// setMode switches the instance's reservation mode through the admin API.
+func (a *testAPI) setMode(m Mode) {
+	a.t.Helper()
+	var got ModeSetting
+	decodeJSON(a.t, a.admin(http.MethodPut, "/admin/reservation-mode", `{"mode":"`+string(m)+`"}`), http.StatusOK, &got)
+	if got.Mode != m {
+		a.t.Fatalf("mode = %q after setting %q", got.Mode, m)
+	}
+}
+
+// TestUnsafeModeOversells forces the interleaving a lock exists to prevent:
+// two reservations of 3 units of a product with 5 both read the warehouse
+// before either writes. Without a lock both succeed, and one unit is
+// oversold.
+func TestUnsafeModeOversells(t *testing.T) {
+	const product = 43
+	a := newTestAPI(t, apiOptions{})
+	a.setInventory(product, 5, 0)
+	a.setMode(ModeUnsafe)
+
+	var read sync.WaitGroup
+	read.Add(2)
+	bothRead := make(chan struct{})
+	go func() { read.Wait(); close(bothRead) }()
+	a.svc.betweenReadAndWrite = func(int64) {
+		read.Done()
+		select {
+		case <-bothRead:
+		case <-time.After(10 * time.Second):
+			t.Error("the other reservation never read the warehouse")
+		}
+	}
+	recs := make(chan *httptest.ResponseRecorder, 2)
+	for _, key := range []string{"unsafe-A", "unsafe-B"} {
+		go func() { recs <- a.do(http.MethodPost, "/v1/reservations", reserveBody(product, 3, key)) }()
+	}
+	for range 2 {
+		decodeJSON(t, <-recs, http.StatusCreated, nil)
+	}
+	if n := a.oversold(product); n != 1 {
+		t.Errorf("%d units oversold, want 1", n)
+	}
+	var inv Inventory
+	decodeJSON(t, a.do(http.MethodGet, "/v1/products/"+itoa(product)+"/inventory", ""), http.StatusOK, &inv)
+	if inv.Reserved != 6 || inv.Oversold != 1 || inv.Available != 2 {
+		t.Errorf("inventory = %+v, want 6 reserved, 1 oversold, and the warehouse's 2 free (one write lost)", inv)
+	}
+}
+
+// TestLockedModesDoNotOversellUnderConcurrency: 20 buyers of one unit of a
+// product with 10, at once. With the lock (modes lock and fenced) exactly
+// 10 get one, and nothing is oversold.
+func TestLockedModesDoNotOversellUnderConcurrency(t *testing.T) {
+	const product = 44
+	a := newTestAPI(t, apiOptions{lockWait: 10 * time.Second})
+	for _, m := range []Mode{ModeLock, ModeFenced} {
+		t.Run(string(m), func(t *testing.T) {
+			a.setMode(m)
+			a.setInventory(product, 10, 0)
+			a.queryInt("WITH d AS (DELETE FROM reservations WHERE product_id = $1 RETURNING 1) SELECT count(*) FROM d", product)
+			codes := make(chan int, 20)
+			var wg sync.WaitGroup
+			for i := range 20 {
+				wg.Go(func() {
+					codes <- a.do(http.MethodPost, "/v1/reservations", reserveBody(product, 1, fmt.Sprintf("%s-%d", m, i))).Code
+				})
+			}
+			wg.Wait()
+			close(codes)
+			created := 0
+			for c := range codes {
+				switch c {
+				case http.StatusCreated:
+					created++
+				case http.StatusConflict:
+				default:
+					t.Errorf("answer %d", c)
+				}
+			}
+			if created != 10 || a.oversold(product) != 0 {
+				t.Errorf("%d created, %d oversold; want 10 and 0", created, a.oversold(product))
+			}
+		})
+	}
+}
+
+// TestLostLock plays the lost-lock scenario through the admin pause knob in
+// the two locked modes: request A takes the product's lock (TTL 300ms),
+// reads the warehouse (5 free) and stops for 1.5s before writing; its lock
+// expires, request B takes it, reads 5, takes 3. When A wakes up it writes
+// 5 - 3 as well. In mode lock the warehouse takes that write and a unit is
+// oversold; in mode fenced A's older token is refused and A answers 409.
+func TestLostLock(t *testing.T) {
+	for _, m := range []Mode{ModeLock, ModeFenced} {
+		t.Run(string(m), func(t *testing.T) { testLostLock(t, m) })
+	}
+}
+
+func testLostLock(t *testing.T, mode Mode) {
 	const (
 		product = 41
-		qtyA    = 5
-		qtyB    = 2
+		qty     = 3
 	)
 	a := newTestAPI(t, apiOptions{lockTTL: 300 * time.Millisecond})
-	a.setInventory(product, 100, 0)
+	a.setInventory(product, 5, 0)
+	a.setMode(mode)
 	rdb := a.redis.Client()
-	ctx := context.Background()
 	lockKey := "{lockx:inventory:" + itoa(product) + "}"
 
-	decodeJSON(t, a.admin(http.MethodPut, "/admin/faults", `{"reservation_pause_ms": 800, "reservation_pause_percent": 100}`),
+	decodeJSON(t, a.admin(http.MethodPut, "/admin/faults", `{"reservation_pause_ms": 1500, "reservation_pause_percent": 100}`),
 		http.StatusOK, nil)
+	aRead := make(chan struct{})
+	var once sync.Once
+	a.svc.betweenReadAndWrite = func(int64) { once.Do(func() { close(aRead) }) }
 
 	began := time.Now()
 	doneA := make(chan *httptest.ResponseRecorder, 1)
-	go func() { doneA <- a.do(http.MethodPost, "/v1/reservations", reserveBody(product, qtyA, "lost-A")) }()
-
-	// A holds the lock once its key exists; its token is the fence counter.
-	waitFor(t, 5*time.Second, "A to hold the lock", func() bool {
-		return rdb.Exists(ctx, lockKey).Val() == 1
-	})
-	tokenA, err := rdb.Get(ctx, lockKey+":fence").Int64()
+	go func() { doneA <- a.do(http.MethodPost, "/v1/reservations", reserveBody(product, qty, "lost-A")) }()
+	select {
+	case <-aRead:
+	case <-time.After(5 * time.Second):
+		t.Fatal("A never read the warehouse")
+	}
+	tokenA, err := rdb.Get(context.Background(), lockKey+":fence").Int64()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A reads the pause knob right after it takes the lock; turn the knob
-	// off once it has surely done so (a third of the TTL later), while A
-	// still holds the lock, so that B does not pause.
-	waitFor(t, 5*time.Second, "a third of A's lock TTL to pass", func() bool {
-		ttl := rdb.PTTL(ctx, lockKey).Val()
-		return ttl < 200*time.Millisecond // also true once the key is gone
-	})
+	// A has read the knob; B must not pause.
 	decodeJSON(t, a.admin(http.MethodPut, "/admin/faults", `{}`), http.StatusOK, nil)
-	if f := a.faults.Get(); f != (Faults{}) {
-		t.Fatalf("faults = %+v after turning them off", f)
-	}
-	select {
-	case rec := <-doneA:
-		t.Fatalf("A answered %d %s before its pause ended: it did not pause", rec.Code, rec.Body.String())
-	default:
-	}
 
-	// B waits for A's lock to expire (A never releases it in time), takes
-	// it with a newer token and reserves.
-	recB := a.do(http.MethodPost, "/v1/reservations", reserveBody(product, qtyB, "lost-B"))
+	// B waits for A's lock to expire, takes it with a newer token, reserves.
 	var resB Reservation
-	decodeJSON(t, recB, http.StatusCreated, &resB)
+	decodeJSON(t, a.do(http.MethodPost, "/v1/reservations", reserveBody(product, qty, "lost-B")), http.StatusCreated, &resB)
 	if resB.FenceToken <= tokenA {
 		t.Errorf("B's token %d is not newer than A's %d", resB.FenceToken, tokenA)
 	}
-
-	// A wakes up after B has written: its write is fenced.
-	var recA *httptest.ResponseRecorder
 	select {
-	case recA = <-doneA:
-	case <-time.After(10 * time.Second):
-		t.Fatal("A did not answer")
+	case rec := <-doneA:
+		t.Fatalf("A answered %d %s before B: the interleaving did not happen", rec.Code, rec.Body.String())
+	default:
 	}
-	if d := time.Since(began); d < 800*time.Millisecond {
-		t.Errorf("A answered after %v, before its 800ms pause ended", d)
-	}
-	checkProblem(t, recA, http.StatusConflict, "/problems/fenced")
 
-	_, reserved, fence := a.inventoryRow(product)
-	if reserved != qtyB {
-		t.Errorf("inventory.reserved = %d, want B's %d only", reserved, qtyB)
-	}
-	if fence != resB.FenceToken {
-		t.Errorf("inventory.fence_token = %d, want B's %d", fence, resB.FenceToken)
-	}
-	if n := a.queryInt("SELECT count(*) FROM reservations WHERE product_id = $1", product); n != 1 {
-		t.Errorf("%d reservations of the product, want B's only", n)
-	}
-	if n := a.queryInt("SELECT count(*) FROM reservations WHERE idempotency_key = 'lost-A'"); n != 0 {
-		t.Errorf("A's reservation exists")
-	}
-	if n := a.reservationsTotal("fenced"); n != 1 {
-		t.Errorf(`catalog_reservations_total{result="fenced"} = %d, want 1`, n)
-	}
-	if n := a.reservationsTotal("reserved"); n != 1 {
-		t.Errorf(`catalog_reservations_total{result="reserved"} = %d, want 1`, n)
+	recA := <-doneA
+	if d := time.Since(began); d < 1500*time.Millisecond {
+		t.Errorf("A answered after %v, before its pause ended", d)
 	}
 	if n := metricValue(t, a.reg, "lockx_lost_total", map[string]string{"name": "inventory"}); n < 1 {
 		t.Errorf("lockx_lost_total = %v, want A's loss counted", n)
 	}
-
-	// A retry of A with the same key, without the pause, now succeeds.
-	decodeJSON(t, a.do(http.MethodPost, "/v1/reservations", reserveBody(product, qtyA, "lost-A")), http.StatusCreated, nil)
-	if _, reserved, _ := a.inventoryRow(product); reserved != qtyA+qtyB {
-		t.Errorf("inventory.reserved = %d after A's retry, want %d", reserved, qtyA+qtyB)
-	}
-}
-
-// TestLostLockWithoutStockIsInsufficient: a request that loses its lock in
-// a pause, with nobody writing in between, is not fenced (its token is still
-// the newest); when there is too little stock it is refused for that, and
-// the answer and catalog_reservations_total agree on "insufficient".
-func TestLostLockWithoutStockIsInsufficient(t *testing.T) {
-	const product = 42
-	a := newTestAPI(t, apiOptions{lockTTL: 200 * time.Millisecond})
-	a.setInventory(product, 1, 0)
-	decodeJSON(t, a.admin(http.MethodPut, "/admin/faults", `{"reservation_pause_ms": 500, "reservation_pause_percent": 100}`),
-		http.StatusOK, nil)
-	rec := a.do(http.MethodPost, "/v1/reservations", reserveBody(product, 3, "lost-short"))
-	checkProblem(t, rec, http.StatusConflict, "/problems/insufficient-stock")
-	if n := metricValue(t, a.reg, "lockx_lost_total", map[string]string{"name": "inventory"}); n < 1 {
-		t.Fatalf("lockx_lost_total = %v: the lock was not lost, the test proves nothing", n)
-	}
-	if f, i := a.reservationsTotal("fenced"), a.reservationsTotal("insufficient"); f != 0 || i != 1 {
-		t.Errorf("catalog_reservations_total fenced=%d insufficient=%d, want 0 and 1 (as answered)", f, i)
+	_, reserved, fence := a.inventoryRow(product)
+	switch mode {
+	case ModeLock:
+		decodeJSON(t, recA, http.StatusCreated, nil)
+		if n := a.oversold(product); n != 1 || reserved != 2*qty {
+			t.Errorf("%d units oversold, %d reserved; want 1 and %d: A's stale write went through", n, reserved, 2*qty)
+		}
+	case ModeFenced:
+		checkProblem(t, recA, http.StatusConflict, "/problems/fenced")
+		if n := a.oversold(product); n != 0 || reserved != qty || fence != resB.FenceToken {
+			t.Errorf("%d oversold, %d reserved, warehouse token %d; want 0, B's %d and B's token %d", n, reserved, fence, qty, resB.FenceToken)
+		}
+		if n := a.queryInt("SELECT count(*) FROM reservations WHERE idempotency_key = 'lost-A'"); n != 0 {
+			t.Errorf("A's reservation exists")
+		}
+		if f, r := a.reservationsTotal("fenced"), a.reservationsTotal("reserved"); f != 1 || r != 1 {
+			t.Errorf(`catalog_reservations_total fenced = %d, reserved = %d; want 1 and 1`, f, r)
+		}
+		// A retry of A with the same key finds 2 units: too few.
+		checkProblem(t, a.do(http.MethodPost, "/v1/reservations", reserveBody(product, qty, "lost-A")),
+			http.StatusConflict, "/problems/insufficient-stock")
 	}
 }

@@ -91,10 +91,15 @@ type Inventory struct {
 	Stock int `json:"stock"`
 	// Reserved is the number of units held by active reservations.
 	Reserved int `json:"reserved"`
-	// Available is Stock - Reserved: what a new reservation may take.
+	// Available is what the warehouse says is free: what a new reservation
+	// may take. It is Stock - Reserved unless writes were lost (modes
+	// unsafe and lock).
 	Available int `json:"available"`
-	// FenceToken is the highest lock fencing token that has written the row;
-	// writes carrying a lower token are refused.
+	// Oversold is Reserved - Stock when positive: units promised to buyers
+	// that do not exist. Zero in fenced mode.
+	Oversold int `json:"oversold"`
+	// FenceToken is the highest lock fencing token that has accessed the
+	// product in the warehouse; accesses carrying a lower token are refused.
 	FenceToken int64 `json:"fence_token"`
 	// UpdatedAt is when the row last changed.
 	UpdatedAt time.Time `json:"updated_at"`

@@ -84,8 +84,8 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 			t.Errorf("route %s is not documented in openapi.yaml", op)
 		}
 	}
-	if admin != 4 {
-		t.Errorf("%d admin routes, want 4 (GET/PUT caches, GET/PUT faults)", admin)
+	if admin != 6 {
+		t.Errorf("%d admin routes, want 6 (GET/PUT caches, faults, reservation-mode)", admin)
 	}
 	for op := range documented {
 		if !routes[op] {

@@ -8,9 +8,9 @@ import (
 
 // QueryMetrics registers catalog_db_query_duration_seconds (a histogram by
 // query name, with a zero series for every name in QueryNames so that rates
-// read 0 rather than "no data") on reg and returns the StoreOption that
-// observes every Store call into it.
-func QueryMetrics(reg prometheus.Registerer) (StoreOption, error) {
+// read 0 rather than "no data") on reg and returns the Observer that records
+// into it, for the Store (WithObserver) and the Warehouse.
+func QueryMetrics(reg prometheus.Registerer) (Observer, error) {
 	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "catalog_db_query_duration_seconds",
 		Help:    "Database query latency by query name (with any injected latency).",
@@ -22,5 +22,5 @@ func QueryMetrics(reg prometheus.Registerer) (StoreOption, error) {
 	for _, q := range QueryNames() {
 		h.WithLabelValues(q)
 	}
-	return WithObserver(func(q string, d time.Duration) { h.WithLabelValues(q).Observe(d.Seconds()) }), nil
+	return func(q string, d time.Duration) { h.WithLabelValues(q).Observe(d.Seconds()) }, nil
 }

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"time"
 
-	"github.com/stampede-lab/stampede/internal/lockx"
 	"github.com/stampede-lab/stampede/internal/lockx/pgfence"
 )
 
@@ -26,12 +25,26 @@ var (
 	// ErrFenced: the lock was lost before the write committed (a pause
 	// longer than its TTL), and the write was refused. Nothing changed.
 	ErrFenced = errors.New("catalog: lock lost, write refused")
+	// ErrOutcomeUnknown: the reservation's commit failed without saying
+	// whether it ran, and looking its idempotency key up failed too. Retry
+	// with the same key: the retry answers what happened.
+	ErrOutcomeUnknown = errors.New("catalog: the outcome is unknown; retry with the same idempotency key")
 )
 
-// Reserve holds stock under the product's lock: in one transaction it
-// checks the idempotency key, claims the inventory row with the lock's
-// fencing token, checks the stock, inserts the reservation and raises
-// reserved. created is false for an idempotent replay.
+// lookupTimeout bounds the look-up of an idempotency key after a commit
+// whose outcome is unknown.
+const lookupTimeout = 2 * time.Second
+
+// Reserve holds stock of a product: it takes the units from the warehouse
+// (read the free count, write it less the quantity) and records the
+// reservation, guarded as the instance's Mode says. created is false for an
+// idempotent replay. A replay of a finished reservation is answered without
+// the lock, and an unknown product before it.
+//
+// When the commit fails without saying whether it ran (the lock lost while
+// COMMIT was in flight, a lost reply), the key is looked up: a reservation
+// under it is answered as created; none, with the error (ErrFenced if the
+// lock was lost); a failed look-up, with ErrOutcomeUnknown.
 func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (r Reservation, created bool, err error) {
 	result := "reserved" // "" for failures outside the contract's results (not found, bad key, database)
 	defer func() {
@@ -40,7 +53,6 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (r Reservatio
 		}
 	}()
 
-	// A replay of a finished reservation is answered without the lock.
 	if r, found, err := s.store.Replay(ctx, req.ProductID, req.Quantity, req.IdempotencyKey); err != nil || found {
 		if err == nil {
 			result = "duplicate"
@@ -49,69 +61,104 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (r Reservatio
 		}
 		return r, false, err
 	}
-	// An unknown product is answered before locking: a lock (and its fence
-	// counter) per made-up id would let anyone fill the lock servers. The
-	// product cache answers this read, negative answers included.
+	// A lock (and its fence counter) per made-up id would let anyone fill
+	// the lock servers. The product cache answers, negative answers included.
 	if _, err := s.Product(ctx, req.ProductID); err != nil {
 		result = ""
 		return r, false, err
 	}
-	lk, err := s.locker.Acquire(ctx, strconv.FormatInt(req.ProductID, 10))
+	g, err := s.guard(ctx, req.ProductID)
 	if err != nil {
 		result = "lock_timeout"
 		if ctx.Err() != nil { // the client went away (or its deadline passed) while waiting
 			result = "cancelled"
-			return r, false, ctx.Err()
 		}
-		return r, false, fmt.Errorf("%w: %w", ErrLockBusy, err)
+		return r, false, err
 	}
-	defer lk.Release()
+	defer g.release()
 
-	// The write runs under the lock's context: if the lock is lost, the
-	// transaction is cancelled. An injected pause simulates a process that
-	// stops after that check (a GC pause, a frozen VM): its write goes out
-	// after the lock has expired, and only the fence stops it.
-	wctx := lk.Context()
-	if pause := s.faults.ReservationPause(); pause > 0 {
+	// An injected pause stands for a process that stops between its read
+	// and its write (a GC pause, a frozen VM): it does not see its lock
+	// expire, so its write goes out on a context the loss does not end.
+	wctx, pause := g.ctx, s.faults.ReservationPause()
+	if pause > 0 {
 		wctx = context.WithoutCancel(ctx)
-		_ = FixedDelay(pause)(ctx)
 	}
-	r, created, err = s.store.Reserve(wctx, req.ProductID, req.Quantity, req.IdempotencyKey, lk.Token())
+	take := func(wctx context.Context) error {
+		return s.warehouse.Take(wctx, req.ProductID, req.Quantity, g.fence, func() {
+			if s.betweenReadAndWrite != nil {
+				s.betweenReadAndWrite(req.ProductID)
+			}
+			_ = FixedDelay(pause)(wctx)
+		})
+	}
+	r, created, err = s.store.Reserve(wctx, req.ProductID, req.Quantity, req.IdempotencyKey, g.fence.Token, take)
+	if err != nil && !definite(err) {
+		r, created, err = s.afterUnknownCommit(ctx, req, err)
+	}
 	switch {
 	case err == nil && !created:
 		result = "duplicate"
 	case err == nil:
 	case errors.Is(err, ErrInsufficientStock):
-		// Refused for stock: the fence let the write through (no newer
-		// holder had written), even if the lock was lost meanwhile.
+		// Refused for stock: the fence let the read through (no newer
+		// holder had come), even if the lock was lost meanwhile.
 		result = "insufficient"
-	case errors.Is(err, pgfence.ErrStaleToken), errors.Is(context.Cause(lk.Context()), lockx.ErrLost):
+	case errors.Is(err, pgfence.ErrStaleToken), g.lost():
 		result = "fenced"
 		err = fmt.Errorf("%w: %w", ErrFenced, err)
+	case errors.Is(err, ErrOutcomeUnknown):
+		result = "unknown"
+	case ctx.Err() != nil:
+		result = "cancelled"
 	default:
 		result = ""
 	}
 	return r, created, err
 }
 
-// Cancel cancels a reservation and returns its stock, under the product's
-// lock and fenced like Reserve. Cancelling twice returns the cancelled
-// reservation.
+// definite reports a reservation error after which nothing was committed.
+func definite(err error) bool {
+	for _, d := range []error{ErrInsufficientStock, ErrIdempotencyMismatch, ErrInvalidArgument, ErrNotFound, pgfence.ErrStaleToken} {
+		if errors.Is(err, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// afterUnknownCommit looks the request's key up after err left the outcome
+// unknown, with a context of its own: the request's may be what ended.
+func (s *Service) afterUnknownCommit(ctx context.Context, req ReserveRequest, err error) (Reservation, bool, error) {
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
+	defer cancel()
+	r, found, lerr := s.store.Replay(lctx, req.ProductID, req.Quantity, req.IdempotencyKey)
+	switch {
+	case lerr != nil:
+		return Reservation{}, false, fmt.Errorf("%w: %w (look-up: %w)", ErrOutcomeUnknown, err, lerr)
+	case found:
+		return r, true, nil
+	}
+	return Reservation{}, false, err
+}
+
+// Cancel cancels a reservation and returns its units to the warehouse,
+// guarded like Reserve. Cancelling twice returns the cancelled reservation.
 func (s *Service) Cancel(ctx context.Context, id int64) (Reservation, error) {
 	productID, err := s.store.ReservationProduct(ctx, id)
 	if err != nil {
 		return Reservation{}, err
 	}
-	lk, err := s.locker.Acquire(ctx, strconv.FormatInt(productID, 10))
+	g, err := s.guard(ctx, productID)
 	if err != nil {
-		if ctx.Err() != nil {
-			return Reservation{}, ctx.Err()
-		}
-		return Reservation{}, fmt.Errorf("%w: %w", ErrLockBusy, err)
+		return Reservation{}, err
 	}
-	defer lk.Release()
-	r, err := s.store.CancelReservation(lk.Context(), id, lk.Token())
-	if errors.Is(err, pgfence.ErrStaleToken) {
+	defer g.release()
+	give := func(ctx context.Context, res Reservation) error {
+		return s.warehouse.Give(ctx, res.ProductID, res.Quantity, g.fence)
+	}
+	r, err := s.store.CancelReservation(g.ctx, id, g.fence.Token, give)
+	if errors.Is(err, pgfence.ErrStaleToken) || (err != nil && g.lost()) {
 		err = fmt.Errorf("%w: %w", ErrFenced, err)
 	}
 	return r, err

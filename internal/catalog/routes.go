@@ -111,6 +111,8 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		r.Put("/caches/{name}", h.adminSetCache)
 		r.Get("/faults", h.adminFaults)
 		r.Put("/faults", h.adminSetFaults)
+		r.Get("/reservation-mode", h.adminMode)
+		r.Put("/reservation-mode", h.adminSetMode)
 	})
 	return r, nil
 }

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,9 +17,13 @@ import (
 	"github.com/stampede-lab/stampede/internal/lockx"
 )
 
-// Config wires a Service. Store, Cache and Locker are required.
+// Config wires a Service. Store, Warehouse, Cache and Locker are required.
 type Config struct {
-	Store *Store
+	Store     *Store
+	Warehouse *Warehouse
+	// Mode guards reservations; "" means ModeFenced. The admin API changes
+	// it at run time.
+	Mode Mode
 	// Cache is the client of the caches' Redis. Service adds the fault
 	// injection hook to it.
 	Cache  *redis.Client
@@ -42,9 +47,15 @@ type Config struct {
 // Service is the catalog: reads through the caches, writes that invalidate
 // them, and reservations under a per-product lock with fenced writes.
 type Service struct {
-	store  *Store
-	locker *lockx.Locker
-	faults *Injector
+	store     *Store
+	warehouse *Warehouse
+	locker    *lockx.Locker
+	faults    *Injector
+	mode      *modeSwitch
+
+	// betweenReadAndWrite, set by tests before use, runs in a reservation
+	// between its warehouse read and write: where interleavings are forced.
+	betweenReadAndWrite func(productID int64)
 
 	product *cachex.Cache[Product]
 	stats   *cachex.Cache[CategoryStats]
@@ -57,8 +68,12 @@ type Service struct {
 // NewService builds the Service and its four caches (product,
 // category_stats, top_products, search), registering their metrics.
 func NewService(cfg Config) (*Service, error) {
-	if cfg.Store == nil || cfg.Cache == nil || cfg.Locker == nil {
-		return nil, errors.New("catalog: NewService needs a Store, a cache Redis client and a Locker")
+	if cfg.Store == nil || cfg.Warehouse == nil || cfg.Cache == nil || cfg.Locker == nil {
+		return nil, errors.New("catalog: NewService needs a Store, a Warehouse, a cache Redis client and a Locker")
+	}
+	mode, err := ParseMode(cmp.Or(string(cfg.Mode), string(ModeFenced)))
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Faults == nil {
 		cfg.Faults = &Injector{}
@@ -70,8 +85,7 @@ func NewService(cfg Config) (*Service, error) {
 		}
 		return d
 	}
-	s := &Service{store: cfg.Store, locker: cfg.Locker, faults: cfg.Faults}
-	var err error
+	s := &Service{store: cfg.Store, warehouse: cfg.Warehouse, locker: cfg.Locker, faults: cfg.Faults, mode: newModeSwitch(mode)}
 	opts := func(name string, ttl time.Duration) cachex.Options {
 		return cachex.Options{Name: name, TTL: ttl, Timeout: cfg.CacheTimeout, Registerer: cfg.Registerer, NegativeTTL: 5 * time.Second, Logger: cfg.Logger}
 	}
@@ -89,14 +103,16 @@ func NewService(cfg Config) (*Service, error) {
 	}
 	s.reservations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "catalog_reservations_total",
-		Help: "Reservation requests by result: reserved, insufficient (not enough stock), fenced (the lock was lost: write refused), lock_timeout (the product's lock was busy or its Redis unavailable), duplicate (idempotent replay), cancelled (the caller went away while waiting for the lock).",
+		Help: "Reservation requests by result: reserved, insufficient (not enough stock), fenced (the lock was lost: write refused), lock_timeout (the product's lock was busy or its Redis unavailable), duplicate (idempotent replay), cancelled (the caller went away), unknown (the commit's outcome could not be learned: retry with the same key).",
 	}, []string{"result"})
-	for _, r := range []string{"reserved", "insufficient", "fenced", "lock_timeout", "duplicate", "cancelled"} {
+	for _, r := range []string{"reserved", "insufficient", "fenced", "lock_timeout", "duplicate", "cancelled", "unknown"} {
 		s.reservations.WithLabelValues(r)
 	}
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(s.reservations); err != nil {
-			return nil, fmt.Errorf("catalog: register metrics: %w", err)
+		for _, c := range []prometheus.Collector{s.reservations, s.mode.gauge} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("catalog: register metrics: %w", err)
+			}
 		}
 	}
 	return s, nil
@@ -252,4 +268,17 @@ type AdminCache interface {
 	SetStrategy(cachex.Strategy) error
 	Beta() float64
 	SetBeta(float64) error
+}
+
+// Mode returns how reservations are guarded now.
+func (s *Service) Mode() Mode { return s.mode.get() }
+
+// SetMode changes how reservations are guarded, from the next one on;
+// reservations in flight finish as they began.
+func (s *Service) SetMode(m Mode) error {
+	if _, err := ParseMode(string(m)); err != nil {
+		return err
+	}
+	s.mode.set(m)
+	return nil
 }

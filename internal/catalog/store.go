@@ -59,6 +59,7 @@ func QueryNames() []string {
 	return []string{
 		QueryProduct, QueryProducts, QueryCategoryStats, QueryTopProducts, QuerySearch,
 		QueryUpdateProduct, QueryInventory, QueryReserve, QueryReplay, QueryCancel,
+		QueryWarehouseRead, QueryWarehouseWrite,
 	}
 }
 
@@ -112,6 +113,10 @@ type Store struct {
 	db      *pgxpool.Pool
 	observe Observer
 	delay   atomic.Pointer[DelayFunc]
+
+	// lostCommit, set by tests before use, turns a successful commit into
+	// its error: a reply lost after the command ran.
+	lostCommit func() error
 }
 
 // NewStore returns a store on db.
@@ -363,7 +368,7 @@ func (s *Store) Inventory(ctx context.Context, productID int64) (Inventory, erro
 	var inv Inventory
 	err := s.run(ctx, QueryInventory, func() error {
 		err := s.db.QueryRow(ctx, sqlInventory, productID).Scan(
-			&inv.ProductID, &inv.Stock, &inv.Reserved, &inv.FenceToken, &inv.UpdatedAt)
+			&inv.ProductID, &inv.Stock, &inv.Reserved, &inv.Available, &inv.FenceToken, &inv.UpdatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("inventory of product %d: %w", productID, ErrNotFound)
 		}
@@ -372,7 +377,7 @@ func (s *Store) Inventory(ctx context.Context, productID int64) (Inventory, erro
 	if err != nil {
 		return Inventory{}, err
 	}
-	inv.Available = inv.Stock - inv.Reserved
+	inv.Oversold = max(0, inv.Reserved-inv.Stock)
 	return inv, nil
 }
 
@@ -406,4 +411,21 @@ func productDest(p *Product) []any {
 func isUniqueViolation(err error, constraint string) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == constraint
+}
+
+func isForeignKeyViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23503"
+}
+
+// commit commits tx. Its error leaves the outcome unknown: the commit may
+// have run without its reply arriving (the lostCommit test hook makes it so).
+func (s *Store) commit(ctx context.Context, tx pgx.Tx) error {
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	if s.lostCommit != nil {
+		return s.lostCommit()
+	}
+	return nil
 }

@@ -80,6 +80,8 @@ func BenchmarkQueryCosts(b *testing.B) {
 		samples = append(samples, d)
 		mu.Unlock()
 	}))
+	// Sequential calls: the warehouse can share the pool.
+	w, fence := NewWarehouse(db, nil), Fence{Token: 1, Checked: true}
 	var largest, smallest int64
 	if err := db.QueryRow(ctx, `SELECT (array_agg(category_id ORDER BY n DESC, category_id))[1],
 		(array_agg(category_id ORDER BY n, category_id))[1]
@@ -133,8 +135,10 @@ func BenchmarkQueryCosts(b *testing.B) {
 			return err
 		}},
 		{"inventory", "one inventory row", func(i int) error { _, err := s.Inventory(ctx, pid(i)); return err }},
-		{"reserve", "one unit, new key (transaction: key lookup, fence claim, stock update, insert)", func(i int) error {
-			r, _, err := s.Reserve(ctx, pid(i), 1, "cost-"+strconv.Itoa(i), 1)
+		{"reserve", "one unit, new key (transaction: key lookup, insert, fenced warehouse read and write, reserved update)", func(i int) error {
+			r, _, err := s.Reserve(ctx, pid(i), 1, "cost-"+strconv.Itoa(i), 1, func(ctx context.Context) error {
+				return w.Take(ctx, pid(i), 1, fence, nil)
+			})
 			if err == nil {
 				reservations = append(reservations, r.ID)
 				reserved++
@@ -143,12 +147,14 @@ func BenchmarkQueryCosts(b *testing.B) {
 			}
 			return err
 		}},
-		{"cancel", "cancel one of those (transaction: row lock, fence claim, stock update)", func(i int) error {
+		{"cancel", "cancel one of those (transaction: row lock, fenced warehouse read and write, reserved update)", func(i int) error {
 			if len(reservations) == 0 {
 				return nil
 			}
 			id := reservations[i%len(reservations)]
-			_, err := s.CancelReservation(ctx, id, 1)
+			_, err := s.CancelReservation(ctx, id, 1, func(ctx context.Context, r Reservation) error {
+				return w.Give(ctx, r.ProductID, r.Quantity, fence)
+			})
 			return err
 		}},
 	}

@@ -9,36 +9,28 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/stampede-lab/stampede/internal/lockx/pgfence"
 )
 
-// inventoryFence is the fenced row of a product's inventory.
-func inventoryFence(productID int64) pgfence.Row {
-	return pgfence.Row{Table: "inventory", KeyColumn: "product_id", TokenColumn: "fence_token", Key: productID}
-}
-
-// Reserve holds qty units of a product for the request identified by
-// idempotencyKey, writing under the fencing token of the caller's lock on
-// the product. It runs in one transaction:
+// Reserve records a hold of qty units of a product for the request
+// identified by idempotencyKey, in one transaction:
 //
 //  1. If a reservation with idempotencyKey exists, it is returned as it is
 //     now (possibly cancelled) with created = false, and nothing is written;
 //     if that reservation is for another product or quantity, the error is
-//     ErrIdempotencyMismatch. A replay does not check the token.
-//  2. The inventory row is claimed with token (pgfence.Claim): an error
-//     matching pgfence.ErrStaleToken means a newer lock holder has written
-//     and nothing is written.
-//  3. If fewer than qty units are available (stock - reserved), the error is
-//     ErrInsufficientStock.
-//  4. The reservation is inserted (active, fence_token = token) and the
-//     units are added to inventory.reserved.
+//     ErrIdempotencyMismatch.
+//  2. The reservation is inserted (active, fence_token = token); the key's
+//     unique index makes a concurrent request with the same key wait here.
+//  3. take is called: it takes the units from the warehouse (the caller's
+//     read-modify-write) or fails, and then nothing is recorded.
+//  4. The units are added to inventory.reserved, and the transaction commits.
 //
 // Concurrent calls with the same key create one reservation: the others
 // return it with created = false. An unknown product gives ErrNotFound; a
 // quantity below 1 or a key that is blank or longer than
-// MaxIdempotencyKeyLen characters gives ErrInvalidArgument.
-func (s *Store) Reserve(ctx context.Context, productID int64, qty int, idempotencyKey string, token int64) (Reservation, bool, error) {
+// MaxIdempotencyKeyLen characters gives ErrInvalidArgument. If the commit
+// fails the outcome is unknown: it may have committed (Service.Reserve looks
+// the key up).
+func (s *Store) Reserve(ctx context.Context, productID int64, qty int, idempotencyKey string, token int64, take func(context.Context) error) (Reservation, bool, error) {
 	switch {
 	case qty < 1 || qty > math.MaxInt32:
 		return Reservation{}, false, fmt.Errorf("catalog: %s: %w: quantity %d", QueryReserve, ErrInvalidArgument, qty)
@@ -54,7 +46,7 @@ func (s *Store) Reserve(ctx context.Context, productID int64, qty int, idempoten
 	)
 	err := s.run(ctx, QueryReserve, func() error {
 		var err error
-		res, created, err = s.reserve(ctx, productID, qty, idempotencyKey, token)
+		res, created, err = s.reserve(ctx, productID, qty, idempotencyKey, token, take)
 		if isUniqueViolation(err, idempotencyKeyConstraint) {
 			// A concurrent request with the same key (for another product,
 			// whose inventory lock did not serialise us) committed first.
@@ -92,7 +84,7 @@ func (s *Store) Replay(ctx context.Context, productID int64, qty int, idempotenc
 	return res, found, err
 }
 
-func (s *Store) reserve(ctx context.Context, productID int64, qty int, key string, token int64) (Reservation, bool, error) {
+func (s *Store) reserve(ctx context.Context, productID int64, qty int, key string, token int64, take func(context.Context) error) (Reservation, bool, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return Reservation{}, false, err
@@ -105,33 +97,22 @@ func (s *Store) reserve(ctx context.Context, productID int64, qty int, key strin
 		}
 		return res, false, err
 	}
-	if err := pgfence.Claim(ctx, tx, inventoryFence(productID), token); err != nil {
-		if errors.Is(err, pgfence.ErrNoRow) {
-			return Reservation{}, false, fmt.Errorf("inventory of product %d: %w", productID, ErrNotFound)
-		}
-		return Reservation{}, false, err
-	}
-	// A concurrent request with the same key for this product held the
-	// inventory row until it committed; this statement's fresh snapshot
-	// (READ COMMITTED) sees its reservation. Rolling back undoes the claim.
-	if res, found, err := reservationByKey(ctx, tx, key); err != nil || found {
-		if err == nil {
-			err = replay(res, productID, qty)
-		}
-		return res, false, err
-	}
-	tag, err := tx.Exec(ctx, sqlTakeStock, productID, qty)
-	if err != nil {
-		return Reservation{}, false, err
-	}
-	if tag.RowsAffected() == 0 {
-		return Reservation{}, false, fmt.Errorf("product %d, %d wanted: %w", productID, qty, ErrInsufficientStock)
-	}
+	// A concurrent request with the same key waits on the key's index entry
+	// until this transaction ends; Reserve then answers it as a replay.
 	res, err := scanReservation(tx.QueryRow(ctx, sqlInsertReservation, productID, qty, token, key))
+	if isForeignKeyViolation(err) {
+		return Reservation{}, false, fmt.Errorf("product %d: %w", productID, ErrNotFound)
+	}
 	if err != nil {
 		return Reservation{}, false, err
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := take(ctx); err != nil {
+		return Reservation{}, false, err
+	}
+	if _, err := tx.Exec(ctx, sqlAddReserved, productID, qty); err != nil {
+		return Reservation{}, false, err
+	}
+	if err := s.commit(ctx, tx); err != nil {
 		return Reservation{}, false, err
 	}
 	return res, true, nil
@@ -147,18 +128,17 @@ func replay(res Reservation, productID int64, qty int) error {
 	return nil
 }
 
-// CancelReservation cancels a reservation and gives its units back to the
-// product's inventory, writing under the fencing token of the caller's lock
-// on the product, in one transaction that locks the reservation first.
-// Cancelling a cancelled reservation returns it unchanged, without checking
-// the token. The cancelled reservation's fence_token becomes token. It
-// returns ErrNotFound for an unknown id and an error matching
-// pgfence.ErrStaleToken when a newer lock holder has written the inventory.
-func (s *Store) CancelReservation(ctx context.Context, id int64, token int64) (Reservation, error) {
+// CancelReservation cancels a reservation in one transaction that locks it
+// first: give is called with the active reservation to return its units to
+// the warehouse (or fail, and nothing changes), then the units leave
+// inventory.reserved and the reservation becomes cancelled with fence_token
+// = token. Cancelling a cancelled reservation returns it unchanged without
+// calling give. An unknown id gives ErrNotFound.
+func (s *Store) CancelReservation(ctx context.Context, id int64, token int64, give func(context.Context, Reservation) error) (Reservation, error) {
 	var res Reservation
 	err := s.run(ctx, QueryCancel, func() error {
 		var err error
-		res, err = s.cancel(ctx, id, token)
+		res, err = s.cancel(ctx, id, token, give)
 		return err
 	})
 	if err != nil {
@@ -167,7 +147,7 @@ func (s *Store) CancelReservation(ctx context.Context, id int64, token int64) (R
 	return res, nil
 }
 
-func (s *Store) cancel(ctx context.Context, id, token int64) (Reservation, error) {
+func (s *Store) cancel(ctx context.Context, id, token int64, give func(context.Context, Reservation) error) (Reservation, error) {
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return Reservation{}, err
@@ -184,7 +164,7 @@ func (s *Store) cancel(ctx context.Context, id, token int64) (Reservation, error
 	if res.Status == StatusCancelled {
 		return res, nil
 	}
-	if err := pgfence.Claim(ctx, tx, inventoryFence(res.ProductID), token); err != nil {
+	if err := give(ctx, res); err != nil {
 		return Reservation{}, err
 	}
 	if _, err := tx.Exec(ctx, sqlReturnStock, res.ProductID, res.Quantity); err != nil {
@@ -194,7 +174,7 @@ func (s *Store) cancel(ctx context.Context, id, token int64) (Reservation, error
 	if err != nil {
 		return Reservation{}, err
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := s.commit(ctx, tx); err != nil {
 		return Reservation{}, err
 	}
 	return res, nil

@@ -105,18 +105,20 @@ UPDATE products p SET
 WHERE p.id = $1
 RETURNING ` + productColumns
 
-const sqlInventory = `SELECT product_id, stock, reserved, fence_token, updated_at FROM inventory WHERE product_id = $1`
+// sqlInventory reads a product's inventory with the warehouse's count of
+// free units beside it.
+const sqlInventory = `
+SELECT i.product_id, i.stock, i.reserved, w.available, w.fence_token, greatest(i.updated_at, w.updated_at)
+FROM inventory i JOIN warehouse w USING (product_id) WHERE i.product_id = $1`
 
 // reservationColumns are the columns scanReservation reads, in order.
 const reservationColumns = `id, product_id, quantity, status, fence_token, idempotency_key, created_at, updated_at`
 
 const sqlReservationByKey = `SELECT ` + reservationColumns + ` FROM reservations WHERE idempotency_key = $1`
 
-// sqlTakeStock reserves $2 units if that many are available; no row means
-// insufficient stock. The caller holds the row lock (pgfence.Claim).
-const sqlTakeStock = `
-UPDATE inventory SET reserved = reserved + $2, updated_at = now()
-WHERE product_id = $1 AND stock - reserved >= $2`
+// sqlAddReserved counts $2 more units as reserved: an increment, which
+// Postgres serialises, so reserved is always the sum of the active holds.
+const sqlAddReserved = `UPDATE inventory SET reserved = reserved + $2, updated_at = now() WHERE product_id = $1`
 
 const sqlInsertReservation = `
 INSERT INTO reservations (product_id, quantity, status, fence_token, idempotency_key)

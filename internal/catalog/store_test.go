@@ -35,6 +35,42 @@ func seededStore(t *testing.T, opts ...catalog.StoreOption) (*catalog.Store, *pg
 	return catalog.NewStore(db, opts...), db
 }
 
+// reservingStore is a Store with a Warehouse, reserving as ModeFenced does:
+// every warehouse call checks the token.
+type reservingStore struct {
+	*catalog.Store
+	w *catalog.Warehouse
+}
+
+// seededReservingStore is seededStore with the warehouse on a pool of its
+// own; obs, if not nil, observes both.
+func seededReservingStore(t *testing.T, obs catalog.Observer) (*reservingStore, *pgxpool.Pool) {
+	t.Helper()
+	var opts []catalog.StoreOption
+	if obs != nil {
+		opts = append(opts, catalog.WithObserver(obs))
+	}
+	s, db := seededStore(t, opts...)
+	wdb, err := pgxpool.NewWithConfig(context.Background(), db.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wdb.Close)
+	return &reservingStore{Store: s, w: catalog.NewWarehouse(wdb, obs)}, db
+}
+
+func (s *reservingStore) Reserve(ctx context.Context, productID int64, qty int, key string, token int64) (catalog.Reservation, bool, error) {
+	return s.Store.Reserve(ctx, productID, qty, key, token, func(ctx context.Context) error {
+		return s.w.Take(ctx, productID, qty, catalog.Fence{Token: token, Checked: true}, nil)
+	})
+}
+
+func (s *reservingStore) CancelReservation(ctx context.Context, id, token int64) (catalog.Reservation, error) {
+	return s.Store.CancelReservation(ctx, id, token, func(ctx context.Context, r catalog.Reservation) error {
+		return s.w.Give(ctx, r.ProductID, r.Quantity, catalog.Fence{Token: token, Checked: true})
+	})
+}
+
 func mustExec(t *testing.T, db *pgxpool.Pool, sql string, args ...any) {
 	t.Helper()
 	if _, err := db.Exec(context.Background(), sql, args...); err != nil {
@@ -546,7 +582,7 @@ func setStock(t *testing.T, db *pgxpool.Pool, productID int64, stock int) {
 	mustExec(t, db, "UPDATE inventory SET stock = $2, reserved = 0 WHERE product_id = $1", productID, stock)
 }
 
-func inventoryOf(t *testing.T, s *catalog.Store, productID int64) catalog.Inventory {
+func inventoryOf(t *testing.T, s interface{ Inventory(context.Context, int64) (catalog.Inventory, error) }, productID int64) catalog.Inventory {
 	t.Helper()
 	inv, err := s.Inventory(context.Background(), productID)
 	if err != nil {
@@ -557,7 +593,7 @@ func inventoryOf(t *testing.T, s *catalog.Store, productID int64) catalog.Invent
 
 func TestReserve(t *testing.T) {
 	ctx := context.Background()
-	s, db := seededStore(t)
+	s, db := seededReservingStore(t, nil)
 	setStock(t, db, 1, 10)
 	setStock(t, db, 2, 10)
 
@@ -607,8 +643,8 @@ func TestReserve(t *testing.T) {
 		if !errors.Is(err, catalog.ErrInsufficientStock) {
 			t.Fatalf("8 of 7 available: %v, want ErrInsufficientStock", err)
 		}
-		// Nothing was written, not even the token.
-		if inv := inventoryOf(t, s, 1); inv.Reserved != 3 || inv.FenceToken != 7 {
+		// Nothing was written but the token: a fenced read is an access.
+		if inv := inventoryOf(t, s, 1); inv.Reserved != 3 || inv.Available != 7 || inv.FenceToken != 9 {
 			t.Errorf("inventory after refusal = %+v", inv)
 		}
 		if n := mustInt64(t, db, "SELECT count(*) FROM reservations WHERE idempotency_key = 'order-2'"); n != 0 {
@@ -675,7 +711,7 @@ func TestReserve(t *testing.T) {
 
 func TestReserveConcurrentSameKey(t *testing.T) {
 	ctx := context.Background()
-	s, db := seededStore(t)
+	s, db := seededReservingStore(t, nil)
 	setStock(t, db, 1, 100)
 
 	const n = 20
@@ -721,7 +757,7 @@ func TestReserveConcurrentSameKey(t *testing.T) {
 // product) or ErrIdempotencyMismatch (other product), never a raw error.
 func TestReserveConcurrentSameKeyTwoProducts(t *testing.T) {
 	ctx := context.Background()
-	s, db := seededStore(t)
+	s, db := seededReservingStore(t, nil)
 	setStock(t, db, 1, 100)
 	setStock(t, db, 2, 100)
 
@@ -775,18 +811,22 @@ func TestReserveConcurrentSameKeyTwoProducts(t *testing.T) {
 	}
 }
 
-// TestReserveNoOversell: more buyers than units, distinct keys.
-func TestReserveNoOversell(t *testing.T) {
+// TestReserveFencedNoOversell: more buyers than units, at once, with no
+// lock at all but each with a token of its own, as holders of lost locks
+// would be: the fenced warehouse refuses every read-modify-write a newer
+// token overtook, so no units are oversold and the warehouse's count stays
+// exact.
+func TestReserveFencedNoOversell(t *testing.T) {
 	ctx := context.Background()
-	s, db := seededStore(t)
+	s, db := seededReservingStore(t, nil)
 	setStock(t, db, 4, 10)
 	const n = 30
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	ok, short := 0, 0
+	ok, short, stale := 0, 0, 0
 	for i := range n {
 		wg.Go(func() {
-			_, _, err := s.Reserve(ctx, 4, 1, fmt.Sprintf("buyer-%d", i), 1)
+			_, _, err := s.Reserve(ctx, 4, 1, fmt.Sprintf("buyer-%d", i), int64(i+1))
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -794,23 +834,27 @@ func TestReserveNoOversell(t *testing.T) {
 				ok++
 			case errors.Is(err, catalog.ErrInsufficientStock):
 				short++
+			case errors.Is(err, pgfence.ErrStaleToken):
+				stale++
 			default:
 				t.Errorf("buyer %d: %v", i, err)
 			}
 		})
 	}
 	wg.Wait()
-	if ok != 10 || short != 20 {
-		t.Errorf("%d reserved, %d refused; want 10 and 20", ok, short)
+	t.Logf("%d reserved, %d short, %d stale", ok, short, stale)
+	inv := inventoryOf(t, s, 4)
+	if ok < 1 || ok > 10 || inv.Reserved != ok || inv.Available != 10-ok || inv.Oversold != 0 {
+		t.Errorf("%d reserved; inventory = %+v, want reserved = %d, available = %d, nothing oversold", ok, inv, ok, 10-ok)
 	}
-	if inv := inventoryOf(t, s, 4); inv.Reserved != 10 || inv.Available != 0 {
-		t.Errorf("inventory = %+v", inv)
+	if held := mustInt64(t, db, "SELECT coalesce(sum(quantity), 0) FROM reservations WHERE product_id = 4 AND status = 'active'"); held != int64(ok) {
+		t.Errorf("%d units held by reservations, %d answered", held, ok)
 	}
 }
 
 func TestCancelReservation(t *testing.T) {
 	ctx := context.Background()
-	s, db := seededStore(t)
+	s, db := seededReservingStore(t, nil)
 	setStock(t, db, 1, 10)
 	r, _, err := s.Reserve(ctx, 1, 4, "to-cancel", 3)
 	if err != nil {
@@ -900,7 +944,7 @@ func TestStoreObserverAndDelay(t *testing.T) {
 			t.Errorf("%s: duration %v", q, d)
 		}
 	}
-	s, db := seededStore(t, catalog.WithObserver(obs))
+	s, db := seededReservingStore(t, obs)
 	setStock(t, db, 1, 10)
 
 	name := "Observed"
@@ -936,7 +980,8 @@ func TestStoreObserverAndDelay(t *testing.T) {
 	mu.Lock()
 	for _, q := range catalog.QueryNames() {
 		want := 1
-		if q == catalog.QueryProduct {
+		switch q {
+		case catalog.QueryProduct, catalog.QueryWarehouseRead, catalog.QueryWarehouseWrite: // reserve and cancel each read and write
 			want = 2
 		}
 		if seen[q] != want {
@@ -991,7 +1036,7 @@ func TestStoreObserverAndDelay(t *testing.T) {
 	if err := s.Ping(ctx); err != nil {
 		t.Error(err)
 	}
-	if len(catalog.QueryNames()) != 10 {
+	if len(catalog.QueryNames()) != 12 {
 		t.Errorf("QueryNames = %v", catalog.QueryNames())
 	}
 }

@@ -23,7 +23,7 @@ var checksumQueries = [...]struct{ table, query string }{
 		FROM (SELECT id, category_id, sku, name, description, price_cents, attributes, created_at, updated_at
 		      FROM products) t`},
 	{"inventory", `SELECT md5(coalesce(string_agg(md5(t::text), '' ORDER BY t.product_id), ''))
-		FROM (SELECT product_id, stock, reserved, fence_token, updated_at FROM inventory) t`},
+		FROM (SELECT product_id, stock, reserved, updated_at FROM inventory) t`},
 	{"reviews", `SELECT md5(coalesce(string_agg(md5(t::text), '' ORDER BY t.id), ''))
 		FROM (SELECT id, product_id, rating, title, body, created_at FROM reviews) t`},
 	{"seed_info", `SELECT md5(coalesce(string_agg(md5(t::text), ''), ''))

@@ -14,7 +14,7 @@
 //     1999.99 ending in .99 and an attributes object
 //     {"color", "material", "weight_g", "warranty_years"};
 //   - one inventory row per product: stock 0..500 (about 5% out of stock),
-//     reserved 0, fence_token 0;
+//     reserved 0 (the warehouse is stocked with the same units by a trigger);
 //   - 400,000 reviews, spread over products by a power law (the most popular
 //     product has about a thousand reviews, the median one about seven), with
 //     ratings skewed to four and five stars and products of three quality

@@ -51,11 +51,10 @@ type productAttributes struct {
 }
 
 type inventoryRow struct {
-	ProductID  int64
-	Stock      int32
-	Reserved   int32
-	FenceToken int64
-	UpdatedAt  time.Time
+	ProductID int64
+	Stock     int32
+	Reserved  int32
+	UpdatedAt time.Time
 }
 
 type reviewRow struct {

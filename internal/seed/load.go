@@ -158,10 +158,10 @@ func load(ctx context.Context, tx pgx.Tx, g *generator) error {
 			},
 		},
 		{
-			"inventory", []string{"product_id", "stock", "reserved", "fence_token", "updated_at"}, c.Products,
+			"inventory", []string{"product_id", "stock", "reserved", "updated_at"}, c.Products,
 			func(i int64) []any {
 				r := g.inventory(i)
-				return []any{r.ProductID, r.Stock, r.Reserved, r.FenceToken, r.UpdatedAt}
+				return []any{r.ProductID, r.Stock, r.Reserved, r.UpdatedAt}
 			},
 		},
 		{

@@ -117,7 +117,8 @@ func TestRunCounts(t *testing.T) {
 		(SELECT count(*) FROM reviews),
 		(SELECT count(*) FROM inventory),
 		(SELECT count(*) FROM inventory i JOIN products p ON p.id = i.product_id
-		  WHERE i.stock BETWEEN 0 AND 500 AND i.reserved = 0 AND i.fence_token = 0),
+		  JOIN warehouse w ON w.product_id = i.product_id AND w.available = i.stock AND w.fence_token = 0
+		  WHERE i.stock BETWEEN 0 AND 500 AND i.reserved = 0),
 		(SELECT count(*) FROM reviews WHERE rating NOT BETWEEN 1 AND 5),
 		(SELECT count(DISTINCT tablename) FROM pg_stats WHERE schemaname = 'public'
 		  AND tablename IN ('categories', 'products', 'inventory', 'reviews'))`).
@@ -129,7 +130,7 @@ func TestRunCounts(t *testing.T) {
 		t.Errorf("tables hold %+v, want %+v", got, want)
 	}
 	if inventory != want.Products || inventoryMatched != want.Products {
-		t.Errorf("inventory: %d rows, %d matching a product with valid fields; want %d", inventory, inventoryMatched, want.Products)
+		t.Errorf("inventory: %d rows, %d matching a product with valid fields and a stocked warehouse row; want %d", inventory, inventoryMatched, want.Products)
 	}
 	if badRatings != 0 {
 		t.Errorf("%d reviews with a rating outside 1..5", badRatings)
