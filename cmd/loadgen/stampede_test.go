@@ -74,7 +74,7 @@ func startTestAPI(t *testing.T, o testAPI) (string, *pgxpool.Pool) {
 	t.Cleanup(whPool.Close)
 	svc, err := catalog.NewService(catalog.Config{Store: catalog.NewStore(db, storeOpts...), Cache: cacheRedis,
 		Warehouse: catalog.NewWarehouse(whPool, observe),
-		Locker: locker, Faults: faults, Registerer: reg, StatsTTL: o.statsTTL, CacheTimeout: time.Second})
+		Locker:    locker, Faults: faults, Registerer: reg, StatsTTL: o.statsTTL, CacheTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

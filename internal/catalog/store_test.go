@@ -582,7 +582,9 @@ func setStock(t *testing.T, db *pgxpool.Pool, productID int64, stock int) {
 	mustExec(t, db, "UPDATE inventory SET stock = $2, reserved = 0 WHERE product_id = $1", productID, stock)
 }
 
-func inventoryOf(t *testing.T, s interface{ Inventory(context.Context, int64) (catalog.Inventory, error) }, productID int64) catalog.Inventory {
+func inventoryOf(t *testing.T, s interface {
+	Inventory(context.Context, int64) (catalog.Inventory, error)
+}, productID int64) catalog.Inventory {
 	t.Helper()
 	inv, err := s.Inventory(context.Background(), productID)
 	if err != nil {
