@@ -582,9 +582,7 @@ func setStock(t *testing.T, db *pgxpool.Pool, productID int64, stock int) {
 	mustExec(t, db, "UPDATE inventory SET stock = $2, reserved = 0 WHERE product_id = $1", productID, stock)
 }
 
-func inventoryOf(t *testing.T, s interface {
-	Inventory(context.Context, int64) (catalog.Inventory, error)
-}, productID int64) catalog.Inventory {
+func inventoryOf(t *testing.T, s *catalog.Store, productID int64) catalog.Inventory {
 	t.Helper()
 	inv, err := s.Inventory(context.Background(), productID)
 	if err != nil {
@@ -607,7 +605,7 @@ func TestReserve(t *testing.T) {
 		r.IdempotencyKey != "order-1" || r.CreatedAt.IsZero() {
 		t.Errorf("reservation = %+v", r)
 	}
-	if inv := inventoryOf(t, s, 1); inv.Reserved != 3 || inv.Available != 7 || inv.FenceToken != 7 {
+	if inv := inventoryOf(t, s.Store, 1); inv.Reserved != 3 || inv.Available != 7 || inv.FenceToken != 7 {
 		t.Errorf("inventory after reserve = %+v", inv)
 	}
 
@@ -621,7 +619,7 @@ func TestReserve(t *testing.T) {
 		if err != nil || created || again.ID != r.ID {
 			t.Errorf("stale replay = %+v, %v, %v", again, created, err)
 		}
-		if inv := inventoryOf(t, s, 1); inv.Reserved != 3 || inv.FenceToken != 7 {
+		if inv := inventoryOf(t, s.Store, 1); inv.Reserved != 3 || inv.FenceToken != 7 {
 			t.Errorf("inventory after replays = %+v", inv)
 		}
 	})
@@ -635,7 +633,7 @@ func TestReserve(t *testing.T) {
 				t.Errorf("product %d qty %d: %v, want ErrIdempotencyMismatch", c.product, c.qty, err)
 			}
 		}
-		if inv := inventoryOf(t, s, 2); inv.Reserved != 0 {
+		if inv := inventoryOf(t, s.Store, 2); inv.Reserved != 0 {
 			t.Errorf("mismatch reserved stock: %+v", inv)
 		}
 	})
@@ -646,7 +644,7 @@ func TestReserve(t *testing.T) {
 			t.Fatalf("8 of 7 available: %v, want ErrInsufficientStock", err)
 		}
 		// Nothing was written but the token: a fenced read is an access.
-		if inv := inventoryOf(t, s, 1); inv.Reserved != 3 || inv.Available != 7 || inv.FenceToken != 9 {
+		if inv := inventoryOf(t, s.Store, 1); inv.Reserved != 3 || inv.Available != 7 || inv.FenceToken != 9 {
 			t.Errorf("inventory after refusal = %+v", inv)
 		}
 		if n := mustInt64(t, db, "SELECT count(*) FROM reservations WHERE idempotency_key = 'order-2'"); n != 0 {
@@ -656,7 +654,7 @@ func TestReserve(t *testing.T) {
 		if r2, created, err := s.Reserve(ctx, 1, 7, "order-2", 9); err != nil || !created || r2.Quantity != 7 {
 			t.Errorf("7 of 7 available: %+v, %v, %v", r2, created, err)
 		}
-		if inv := inventoryOf(t, s, 1); inv.Reserved != 10 || inv.Available != 0 {
+		if inv := inventoryOf(t, s.Store, 1); inv.Reserved != 10 || inv.Available != 0 {
 			t.Errorf("inventory when sold out = %+v", inv)
 		}
 		if _, _, err := s.Reserve(ctx, 1, 1, "order-3", 9); !errors.Is(err, catalog.ErrInsufficientStock) {
@@ -672,7 +670,7 @@ func TestReserve(t *testing.T) {
 		if !errors.Is(err, pgfence.ErrStaleToken) {
 			t.Fatalf("older token: %v, want pgfence.ErrStaleToken", err)
 		}
-		if inv := inventoryOf(t, s, 2); inv.Reserved != 1 || inv.FenceToken != 20 {
+		if inv := inventoryOf(t, s.Store, 2); inv.Reserved != 1 || inv.FenceToken != 20 {
 			t.Errorf("inventory after stale write = %+v", inv)
 		}
 		if n := mustInt64(t, db, "SELECT count(*) FROM reservations WHERE idempotency_key = 'order-5'"); n != 0 {
@@ -745,7 +743,7 @@ func TestReserveConcurrentSameKey(t *testing.T) {
 	if creators != 1 {
 		t.Errorf("%d calls created a reservation, want 1", creators)
 	}
-	if inv := inventoryOf(t, s, 1); inv.Reserved != 2 {
+	if inv := inventoryOf(t, s.Store, 1); inv.Reserved != 2 {
 		t.Errorf("reserved = %d, want 2", inv.Reserved)
 	}
 	if c := mustInt64(t, db, "SELECT count(*) FROM reservations"); c != 1 {
@@ -807,7 +805,7 @@ func TestReserveConcurrentSameKeyTwoProducts(t *testing.T) {
 			}
 		}
 	}
-	inv1, inv2 := inventoryOf(t, s, 1), inventoryOf(t, s, 2)
+	inv1, inv2 := inventoryOf(t, s.Store, 1), inventoryOf(t, s.Store, 2)
 	if inv1.Reserved+inv2.Reserved != 10 {
 		t.Errorf("reserved %d + %d, want 10 (one unit per round)", inv1.Reserved, inv2.Reserved)
 	}
@@ -845,7 +843,7 @@ func TestReserveFencedNoOversell(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%d reserved, %d short, %d stale", ok, short, stale)
-	inv := inventoryOf(t, s, 4)
+	inv := inventoryOf(t, s.Store, 4)
 	if ok < 1 || ok > 10 || inv.Reserved != ok || inv.Available != 10-ok || inv.Oversold != 0 {
 		t.Errorf("%d reserved; inventory = %+v, want reserved = %d, available = %d, nothing oversold", ok, inv, ok, 10-ok)
 	}
@@ -871,7 +869,7 @@ func TestCancelReservation(t *testing.T) {
 		!got.CreatedAt.Equal(r.CreatedAt) || !got.UpdatedAt.After(r.UpdatedAt) {
 		t.Errorf("cancelled = %+v, reserved = %+v", got, r)
 	}
-	if inv := inventoryOf(t, s, 1); inv.Reserved != 0 || inv.Available != 10 || inv.FenceToken != 4 {
+	if inv := inventoryOf(t, s.Store, 1); inv.Reserved != 0 || inv.Available != 10 || inv.FenceToken != 4 {
 		t.Errorf("inventory after cancel = %+v", inv)
 	}
 
@@ -882,7 +880,7 @@ func TestCancelReservation(t *testing.T) {
 			t.Errorf("cancel again with token %d: %+v, %v", token, again, err)
 		}
 	}
-	if inv := inventoryOf(t, s, 1); inv.Reserved != 0 || inv.FenceToken != 4 {
+	if inv := inventoryOf(t, s.Store, 1); inv.Reserved != 0 || inv.FenceToken != 4 {
 		t.Errorf("inventory after repeated cancels = %+v", inv)
 	}
 	// A replay of the original request returns the cancelled reservation.
@@ -902,7 +900,7 @@ func TestCancelReservation(t *testing.T) {
 		if err := db.QueryRow(ctx, "SELECT status FROM reservations WHERE id = $1", r2.ID).Scan(&status); err != nil || status != catalog.StatusActive {
 			t.Errorf("status after a stale cancel = %q, %v", status, err)
 		}
-		if inv := inventoryOf(t, s, 1); inv.Reserved != 2 {
+		if inv := inventoryOf(t, s.Store, 1); inv.Reserved != 2 {
 			t.Errorf("inventory after stale cancel = %+v", inv)
 		}
 	})
@@ -918,7 +916,7 @@ func TestCancelReservation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := inventoryOf(t, s, 1).Reserved
+		before := inventoryOf(t, s.Store, 1).Reserved
 		var wg sync.WaitGroup
 		for range 10 {
 			wg.Go(func() {
@@ -928,7 +926,7 @@ func TestCancelReservation(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if inv := inventoryOf(t, s, 1); inv.Reserved != before-3 {
+		if inv := inventoryOf(t, s.Store, 1); inv.Reserved != before-3 {
 			t.Errorf("reserved %d after 10 concurrent cancels of 3, was %d", inv.Reserved, before)
 		}
 	})
