@@ -275,6 +275,19 @@ func (c *Client) AdminPut(ctx context.Context, path, token string, body any) err
 	return nil
 }
 
+// AdminGet sends GET path with "Authorization: Bearer token" and decodes
+// the JSON answer into v; errors as AdminPut's.
+func (c *Client) AdminGet(ctx context.Context, path, token string, v any) error {
+	out, body := c.do(ctx, "admin", http.MethodGet, path, nil, map[string]string{"Authorization": "Bearer " + token}, nil, true)
+	if out.Err != nil {
+		return fmt.Errorf("admin GET %s: %w", path, out.Err)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("admin GET %s: %w", path, err)
+	}
+	return nil
+}
+
 // Scrape GETs the target's /metrics in the Prometheus text format and
 // returns every sample keyed by its series string, as written by
 // SeriesKey: name{label="value",...} with labels sorted by name (the bare

@@ -47,7 +47,7 @@ const (
 )
 
 // errNoScenario is returned by run when no known scenario was named.
-var errNoScenario = errors.New("name a scenario: stampede, browse, reserve or demo")
+var errNoScenario = errors.New("name a scenario: stampede, browse, reserve, lostlock or demo")
 
 // ErrRemoteTarget is returned (wrapped) when the target is not a loopback
 // address and -allow-remote was not given.
@@ -65,6 +65,7 @@ type config struct {
 	scenario    string
 	stampede    stampedeConfig
 	reserve     reserveConfig
+	lostLock    lostLockConfig
 	browse      browseConfig
 	demo        demoConfig
 }
@@ -94,6 +95,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		scenario = runReserve
 	case demoScenario:
 		scenario = runDemo
+	case lostLockScenario:
+		scenario = runLostLock
 	default:
 		return errNoScenario
 	}
@@ -133,6 +136,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		"safety cap on concurrent requests; an arrival that finds the cap reached is dropped and counted, not queued")
 	registerStampedeFlags(fs, &cfg.stampede, getenv("ADMIN_TOKEN"))
 	registerReserveFlags(fs, &cfg.reserve)
+	registerLostLockFlags(fs, &cfg.lostLock)
 	registerBrowseFlags(fs, &cfg.browse)
 	registerDemoFlags(fs, &cfg.demo)
 	fs.Usage = func() {
@@ -178,13 +182,16 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if err := cfg.reserve.validate(); err != nil {
 		return config{}, err
 	}
+	if err := cfg.lostLock.validate(); err != nil {
+		return config{}, err
+	}
 	if err := cfg.browse.validate(); err != nil {
 		return config{}, err
 	}
 	if err := cfg.demo.validate(); err != nil {
 		return config{}, err
 	}
-	needAdmin := cfg.scenario == stampedeScenario || cfg.scenario == demoScenario ||
+	needAdmin := cfg.scenario == stampedeScenario || cfg.scenario == demoScenario || cfg.scenario == lostLockScenario ||
 		(cfg.scenario == browseScenario && cfg.browse.outageFor > 0) ||
 		(cfg.scenario == reserveScenario && cfg.reserve.pausePercent > 0)
 	if needAdmin && cfg.stampede.adminToken == "" {
@@ -249,6 +256,10 @@ Scenarios:
             the API that nothing was oversold and every reservation is
             accounted for; exits non-zero if not. -pause-percent turns on the
             lost-lock knob so fenced writes show up.
+  lostlock  the reserve load once per -modes reservation mode (unsafe, lock,
+            fenced), each from -stock free units per product, with the
+            -pause-percent knob; the report compares oversold units (read
+            from the inventories) per mode. Exits non-zero if fenced oversold.
   demo      the endless mix compose runs: browse at -rate, reservations and
             cancellations at -demo-reserve-rate, and every -burst-every a
             stampede burst of -burst-rate for -burst-for on the hot categories,

@@ -124,6 +124,12 @@ type Inventory struct {
 // before.Reserved plus created[id], the summed quantities of the distinct
 // reservations the run created (replays add nothing).
 func checkInvariant(before, after map[int64]Inventory, created map[int64]int) []string {
+	return checkReserved(before, after, created, true)
+}
+
+// checkReserved is checkInvariant, without the oversell check unless
+// oversell is true.
+func checkReserved(before, after map[int64]Inventory, created map[int64]int, oversell bool) []string {
 	var ids []int64
 	for _, m := range []map[int64]Inventory{before, after} {
 		for id := range m {
@@ -143,7 +149,7 @@ func checkInvariant(before, after map[int64]Inventory, created map[int64]int) []
 			out = append(out, fmt.Sprintf("product %d: inventory not read before and after the run (before %v, after %v)", id, okB, okA))
 			continue
 		}
-		if a.Reserved > a.Stock {
+		if oversell && a.Reserved > a.Stock {
 			out = append(out, fmt.Sprintf("product %d: oversold: reserved %d > stock %d", id, a.Reserved, a.Stock))
 		}
 		if want := b.Reserved + created[id]; a.Reserved != want {
@@ -223,22 +229,56 @@ var reserveCounters = []struct {
 // It writes the report and a table to stdout, and returns an error wrapping
 // errInvariant when the check or a replay failed, errErrorRate when the
 // error rate passed -max-error-rate.
-func runReserve(ctx context.Context, e *env) (err error) {
+func runReserve(ctx context.Context, e *env) error {
+	sum, _, err := reserveLoad(ctx, e, true)
+	if err != nil {
+		return err
+	}
+	failErr := sum.check(e.cfg.stampede.maxErrorRate)
+	if err := writeReport(e.cfg.stampede.reportDir, sum, sum.Report(), e.stdout); err != nil {
+		return err
+	}
+	sum.WriteTable(e.stdout)
+	return failErr
+}
+
+// check adds the error rate's failure to s.Failures and returns them all
+// as one error: errInvariant for the invariant's and the replays',
+// errErrorRate for the error rate's. It sets s.Passed.
+func (s *ReserveSummary) check(maxErrorRate float64) error {
+	var failErr error
+	if len(s.Failures) > 0 {
+		failErr = fmt.Errorf("%w: %s", errInvariant, strings.Join(s.Failures, "; "))
+	}
+	if s.ErrorRate > maxErrorRate {
+		msg := fmt.Sprintf("error rate %.4f > %.4f", s.ErrorRate, maxErrorRate)
+		s.Failures = append(s.Failures, msg)
+		failErr = errors.Join(failErr, fmt.Errorf("%w: %s", errErrorRate, msg))
+	}
+	s.Passed = len(s.Failures) == 0
+	return failErr
+}
+
+// reserveLoad is one reserve run without its report: the load, the API's
+// counters and the inventories before and after, the invariant (with the
+// oversell check only if oversell is true) and the replays' check in
+// Failures. The state holds the reservations it created.
+func reserveLoad(ctx context.Context, e *env, oversell bool) (_ *ReserveSummary, _ *reserveState, err error) {
 	cfg, sc, rc := e.cfg, e.cfg.stampede, e.cfg.reserve
 	client := e.targets[0] // reads of the invariant: any replica sees the same database
 
 	before, err := readInventories(ctx, client, rc.skus)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	scrapeBefore, err := e.targets.Scrape(ctx)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if rc.pausePercent > 0 {
 		knobs := map[string]int{"reservation_pause_ms": rc.pauseMS, "reservation_pause_percent": rc.pausePercent}
 		if err := e.targets.AdminPut(ctx, "/admin/faults", sc.adminToken, knobs); err != nil {
-			return err
+			return nil, nil, err
 		}
 		defer func() { err = errors.Join(err, resetFaults(e)) }()
 	}
@@ -272,15 +312,15 @@ func runReserve(ctx context.Context, e *env) (err error) {
 	}
 	rs, err := runSampled(ctx, r, tl)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	after, err := readInventories(ctx, client, rc.skus)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	scrapeAfter, err := e.targets.Scrape(ctx)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	for _, c := range reserveCounters {
 		sum.Server[c.label] = Sum(scrapeAfter, c.name, c.labels) - Sum(scrapeBefore, c.name, c.labels)
@@ -296,7 +336,7 @@ func runReserve(ctx context.Context, e *env) (err error) {
 	}
 
 	inv := &sum.Invariant
-	inv.Violations = checkInvariant(before, after, st.createdQ)
+	inv.Violations = checkReserved(before, after, st.createdQ, oversell)
 	inv.Passed = len(inv.Violations) == 0
 	for _, id := range rc.skus {
 		inv.SKUs = append(inv.SKUs, SKUInvariant{
@@ -305,27 +345,13 @@ func runReserve(ctx context.Context, e *env) (err error) {
 			CreatedQuantity: st.createdQ[id], CreatedReservations: st.createdN[id],
 		})
 	}
-	var failErr error
 	for _, v := range inv.Violations {
 		sum.Failures = append(sum.Failures, "invariant: "+v)
 	}
 	if sum.ReplayMismatches > 0 {
 		sum.Failures = append(sum.Failures, fmt.Sprintf("%d replays did not return the original reservation with 200", sum.ReplayMismatches))
 	}
-	if len(sum.Failures) > 0 {
-		failErr = fmt.Errorf("%w: %s", errInvariant, strings.Join(sum.Failures, "; "))
-	}
-	if sum.ErrorRate > sc.maxErrorRate {
-		msg := fmt.Sprintf("error rate %.4f > %.4f", sum.ErrorRate, sc.maxErrorRate)
-		sum.Failures = append(sum.Failures, msg)
-		failErr = errors.Join(failErr, fmt.Errorf("%w: %s", errErrorRate, msg))
-	}
-	sum.Passed = len(sum.Failures) == 0
-	if err := writeReport(sc.reportDir, sum, sum.Report(), e.stdout); err != nil {
-		return err
-	}
-	sum.WriteTable(e.stdout)
-	return failErr
+	return sum, st, nil
 }
 
 // resetFaults sets every fault knob of every replica back to 0, with a

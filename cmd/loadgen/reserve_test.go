@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -249,5 +250,70 @@ func TestReservePause(t *testing.T) {
 	out, body := client.do(ctx, "admin", "GET", "/admin/faults", nil, map[string]string{"Authorization": "Bearer t"}, nil, true)
 	if out.Err != nil || !strings.Contains(string(body), `"reservation_pause_percent":0`) {
 		t.Errorf("faults after the run: %v %s", out.Err, body)
+	}
+}
+
+// TestLostLockScenario runs the reserve load in each mode with every
+// reservation pausing past the lock's TTL (2s in the test API): in mode
+// unsafe every request of the run reads the warehouse before any writes, so
+// units are oversold; in mode fenced none are. The oversold units come from
+// the inventories. Afterwards the stock and the mode are as found.
+func TestLostLockScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: real Postgres and Redis, three short runs with pauses")
+	}
+	url, db := startTestAPI(t, testAPI{adminToken: "t"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stockBefore int
+	if err := db.QueryRow(ctx, `SELECT stock FROM inventory WHERE product_id = 2`).Scan(&stockBefore); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"-target", url, "-admin-token", "t", "-rate", "10", "-duration", "1s", "-metrics-addr", "", "-skus", "2",
+		"-replay-percent", "0", "-pause-percent", "100", "-pause-ms", "2500", "-stock", "3", "-report-dir", dir, "lostlock"}
+	err := run(ctx, args, func(string) string { return "" }, &stdout, &stderr)
+	t.Logf("stdout:\n%s", stdout.String())
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	sum, err := readSummary[LostLockSummary](filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Modes) != 3 || !sum.Passed {
+		t.Fatalf("modes %d, passed %v, failures %q", len(sum.Modes), sum.Passed, sum.Failures)
+	}
+	unsafe, fenced := sum.Modes[0], sum.Modes[2]
+	if unsafe.Mode != "unsafe" || unsafe.Oversold == 0 || unsafe.Reserve.Created < 2 {
+		t.Errorf("unsafe: %d created, %d oversold; want units oversold", unsafe.Reserve.Created, unsafe.Oversold)
+	}
+	if fenced.Mode != "fenced" || fenced.Oversold != 0 || fenced.Drift != 0 {
+		t.Errorf("fenced: %d oversold, drift %d; want 0 and 0", fenced.Oversold, fenced.Drift)
+	}
+	if len(unsafe.OversoldTimeline) == 0 || unsafe.OversoldTimeline[len(unsafe.OversoldTimeline)-1] == 0 {
+		t.Errorf("unsafe oversold timeline %v ends without the oversell", unsafe.OversoldTimeline)
+	}
+	var stock, active int
+	var mode string
+	if err := db.QueryRow(ctx, `SELECT stock, (SELECT count(*) FROM reservations WHERE product_id = 2 AND status = 'active')
+		FROM inventory WHERE product_id = 2`).Scan(&stock, &active); err != nil {
+		t.Fatal(err)
+	}
+	client, err := NewClient(url, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct{ Mode string }
+	if err := client.AdminGet(ctx, "/admin/reservation-mode", "t", &m); err != nil {
+		t.Fatal(err)
+	}
+	mode = m.Mode
+	if stock != stockBefore || active != 0 || mode != "fenced" {
+		t.Errorf("after the run: stock %d (was %d), %d active reservations, mode %q; want as found", stock, stockBefore, active, mode)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "oversold.png")); err != nil {
+		t.Error(err)
 	}
 }

@@ -261,6 +261,8 @@ func replot(dir string, stdout io.Writer) error {
 		rep, err = reportOf[BrowseSummary](b)
 	case reserveScenario:
 		rep, err = reportOf[ReserveSummary](b)
+	case lostLockScenario:
+		rep, err = reportOf[LostLockSummary](b)
 	default:
 		return fmt.Errorf("%s: scenario %q has no report", path, head.Scenario)
 	}

@@ -116,3 +116,31 @@ func (h *handlers) adminSetMode(w http.ResponseWriter, r *http.Request) {
 	h.log.InfoContext(r.Context(), "reservation mode changed", "mode", m.Mode)
 	writeJSON(w, http.StatusOK, ModeSetting{h.svc.Mode()})
 }
+
+// StockSetting is a product's stock in the admin API.
+type StockSetting struct {
+	Stock *int `json:"stock"`
+}
+
+func (h *handlers) adminSetStock(w http.ResponseWriter, r *http.Request) {
+	id, err := parseID(chi.URLParam(r, "id"))
+	if err != nil {
+		writeProblem(w, probBadRequest.with(err.Error()))
+		return
+	}
+	var s StockSetting
+	if p, ok := decodeBody(w, r, &s); !ok {
+		writeProblem(w, p)
+		return
+	}
+	if s.Stock == nil {
+		writeProblem(w, probInvalid.with("stock is required"))
+		return
+	}
+	inv, err := h.svc.SetStock(r.Context(), id, *s.Stock)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, inv)
+}

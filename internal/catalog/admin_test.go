@@ -21,6 +21,9 @@ func TestAdminAuth(t *testing.T) {
 		{"PUT", "/admin/caches/product", `{"strategy": "none"}`},
 		{"GET", "/admin/faults", ""},
 		{"PUT", "/admin/faults", `{"db_latency_ms": 10, "db_latency_percent": 100}`},
+		{"GET", "/admin/reservation-mode", ""},
+		{"PUT", "/admin/reservation-mode", `{"mode": "unsafe"}`},
+		{"PUT", "/admin/inventory/1", `{"stock": 0}`},
 		{"GET", "/admin/nope", ""},
 	}
 	for _, p := range paths {
@@ -262,4 +265,55 @@ func TestAdminCacheRedisDown(t *testing.T) {
 		return
 	}
 	t.Logf("%v more bypassed reads while the breaker cooled down", bypass()-n)
+}
+
+// TestAdminReservationMode: the mode switches per instance, is exported as
+// catalog_reservation_mode, and refuses names it does not know.
+func TestAdminReservationMode(t *testing.T) {
+	a := newTestAPI(t, apiOptions{})
+	gauge := func(m Mode) float64 {
+		return metricValue(t, a.reg, "catalog_reservation_mode", map[string]string{"mode": string(m)})
+	}
+	var got ModeSetting
+	decodeJSON(t, a.admin(http.MethodGet, "/admin/reservation-mode", ""), http.StatusOK, &got)
+	if got.Mode != ModeFenced || gauge(ModeFenced) != 1 || gauge(ModeUnsafe) != 0 {
+		t.Fatalf("default mode %q, gauge fenced %v: want fenced, 1", got.Mode, gauge(ModeFenced))
+	}
+	a.setMode(ModeLock)
+	if gauge(ModeLock) != 1 || gauge(ModeFenced) != 0 || gauge(ModeUnsafe) != 0 {
+		t.Errorf("gauge after switching to lock: unsafe %v, lock %v, fenced %v", gauge(ModeUnsafe), gauge(ModeLock), gauge(ModeFenced))
+	}
+	for _, body := range []string{`{"mode": "Fenced"}`, `{"mode": ""}`, `{}`, `{"mode": "none\u0000"}`} {
+		checkProblem(t, a.admin(http.MethodPut, "/admin/reservation-mode", body), http.StatusUnprocessableEntity, "/problems/invalid-parameter")
+	}
+	if a.svc.Mode() != ModeLock {
+		t.Errorf("a refused change moved the mode to %q", a.svc.Mode())
+	}
+}
+
+// TestAdminSetStock: a stocktake sets the stock and stocks the warehouse
+// with what is not reserved.
+func TestAdminSetStock(t *testing.T) {
+	const product = 47
+	a := newTestAPI(t, apiOptions{})
+	a.setInventory(product, 10, 0)
+	decodeJSON(t, a.do(http.MethodPost, "/v1/reservations", reserveBody(product, 4, "before-stocktake")), http.StatusCreated, nil)
+	// Lose a write behind the API's back: the warehouse's count drifts.
+	a.queryInt("WITH u AS (UPDATE warehouse SET available = 9 WHERE product_id = $1 RETURNING 1) SELECT count(*) FROM u", product)
+
+	var inv Inventory
+	decodeJSON(t, a.admin(http.MethodPut, "/admin/inventory/"+itoa(product), `{"stock": 20}`), http.StatusOK, &inv)
+	if inv.Stock != 20 || inv.Reserved != 4 || inv.Available != 16 {
+		t.Errorf("after the stocktake: %+v, want stock 20, reserved 4, available 16", inv)
+	}
+	for body, typ := range map[string]string{
+		`{"stock": -1}`:      "/problems/invalid-parameter",
+		`{"stock": 1000001}`: "/problems/invalid-parameter",
+		`{}`:                 "/problems/invalid-parameter",
+		`{"stock": "1"}`:     "/problems/bad-request",
+	} {
+		rec := a.admin(http.MethodPut, "/admin/inventory/"+itoa(product), body)
+		checkProblem(t, rec, map[string]int{"/problems/invalid-parameter": 422, "/problems/bad-request": 400}[typ], typ)
+	}
+	checkProblem(t, a.admin(http.MethodPut, "/admin/inventory/999999", `{"stock": 1}`), http.StatusNotFound, "/problems/not-found")
 }

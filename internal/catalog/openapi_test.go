@@ -84,8 +84,8 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 			t.Errorf("route %s is not documented in openapi.yaml", op)
 		}
 	}
-	if admin != 6 {
-		t.Errorf("%d admin routes, want 6 (GET/PUT caches, faults, reservation-mode)", admin)
+	if admin != 7 {
+		t.Errorf("%d admin routes, want 7 (GET/PUT caches, faults, reservation-mode; PUT inventory)", admin)
 	}
 	for op := range documented {
 		if !routes[op] {

@@ -113,6 +113,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		r.Put("/faults", h.adminSetFaults)
 		r.Get("/reservation-mode", h.adminMode)
 		r.Put("/reservation-mode", h.adminSetMode)
+		r.Put("/inventory/{id}", h.adminSetStock)
 	})
 	return r, nil
 }

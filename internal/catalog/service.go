@@ -249,6 +249,13 @@ func (s *Service) UpdateProduct(ctx context.Context, id int64, patch ProductPatc
 // reads may be stale until the entries expire.
 var ErrStaleCache = errors.New("catalog: cache invalidation failed")
 
+// SetStock sets a product's stock and stocks the warehouse with what is not
+// reserved (Store.SetStock): the stocktake that repairs the warehouse's
+// count after writes were lost.
+func (s *Service) SetStock(ctx context.Context, productID int64, stock int) (Inventory, error) {
+	return s.store.SetStock(ctx, productID, stock)
+}
+
 // Inventory returns a product's stock, not cached: it changes with every
 // reservation.
 func (s *Service) Inventory(ctx context.Context, productID int64) (Inventory, error) {

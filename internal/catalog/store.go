@@ -381,6 +381,31 @@ func (s *Store) Inventory(ctx context.Context, productID int64) (Inventory, erro
 	return inv, nil
 }
 
+// MaxStock is the largest stock SetStock accepts.
+const MaxStock = 1_000_000
+
+// SetStock sets a product's stock, as a stocktake would, and stocks the
+// warehouse with what is not reserved (stock - reserved; the schema's
+// trigger), whatever it held. It returns the inventory after, ErrNotFound
+// for an unknown product and ErrInvalidArgument for a stock outside
+// 0..MaxStock. Observed as the inventory query.
+func (s *Store) SetStock(ctx context.Context, productID int64, stock int) (Inventory, error) {
+	if stock < 0 || stock > MaxStock {
+		return Inventory{}, fmt.Errorf("catalog: %w: stock must be within 0..%d, got %d", ErrInvalidArgument, MaxStock, stock)
+	}
+	err := s.run(ctx, QueryInventory, func() error {
+		tag, err := s.db.Exec(ctx, "UPDATE inventory SET stock = $2, updated_at = now() WHERE product_id = $1", productID, stock)
+		if err == nil && tag.RowsAffected() == 0 {
+			err = fmt.Errorf("inventory of product %d: %w", productID, ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return Inventory{}, err
+	}
+	return s.Inventory(ctx, productID)
+}
+
 // customPlan, passed as the first query argument, runs a statement unnamed
 // (describe, then execute) instead of from pgx's per-connection statement
 // cache. Postgres plans an unnamed statement for its actual parameters every
