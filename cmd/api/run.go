@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -46,6 +47,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// otherwise), well inside a request's 10s: a query that runs long
 		// answers 503. Migrations and the seed run without it.
 		poolCfg.ConnConfig.RuntimeParams["statement_timeout"] = "5s"
+	}
+	if !strings.Contains(cfg.databaseURL, "pool_max_conns") {
+		// pgxpool's default (the CPU count, at least 4) is too few for a
+		// server whose reservations hold a connection through a pause.
+		poolCfg.MaxConns = 32
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
@@ -164,7 +170,9 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 
 	// The warehouse gets a pool of its own: a reservation holds a catalog
 	// connection while it calls the warehouse, as it would an outside service.
-	whPool, err := pgxpool.NewWithConfig(ctx, pool.Config())
+	whCfg := pool.Config()
+	whCfg.MaxConns = 8 // each warehouse call is one short transaction
+	whPool, err := pgxpool.NewWithConfig(ctx, whCfg)
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
 	}

@@ -77,8 +77,9 @@ type ModeRun struct {
 	// (stock - reserved), summed: units it would sell again. Lost writes
 	// make it non-zero.
 	Drift int `json:"drift"`
-	// OversoldTimeline is the oversold units at each second of the run.
-	OversoldTimeline []float64 `json:"oversold_timeline"`
+	// OversoldAt is the oversold units read about once a second: seconds
+	// since the run's start and units.
+	OversoldAt [][2]float64 `json:"oversold_at"`
 }
 
 // runLostLock runs the reserve load once per -modes mode: it switches every
@@ -156,6 +157,7 @@ func runMode(ctx context.Context, e *env, mode string) (ModeRun, error) {
 	}
 
 	run := ModeRun{Mode: mode}
+	start := time.Now()
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -168,7 +170,7 @@ func runMode(ctx context.Context, e *env, mode string) (ModeRun, error) {
 			case <-t.C:
 			}
 			if inv, err := readInventories(pollCtx, client, rc.skus); err == nil {
-				run.OversoldTimeline = append(run.OversoldTimeline, float64(oversold(inv)))
+				run.OversoldAt = append(run.OversoldAt, [2]float64{time.Since(start).Seconds(), float64(oversold(inv))})
 			}
 		}
 	})
@@ -228,8 +230,8 @@ func (s *LostLockSummary) Report() Report {
 			fmt.Sprint(r.Fenced), fmt.Sprint(r.Busy), fmt.Sprint(r.Errors), fmt.Sprintf("%.0f", r.Server["inventory locks lost"]),
 			fmt.Sprint(m.Oversold), fmt.Sprintf("%+d", m.Drift), f2(r.Latency.P99Ms)})
 		l := Line{Name: m.Mode}
-		for i, v := range m.OversoldTimeline {
-			l.X, l.Y = append(l.X, float64(i+1)), append(l.Y, v)
+		for _, p := range m.OversoldAt {
+			l.X, l.Y = append(l.X, p[0]), append(l.Y, p[1])
 		}
 		chart.Lines = append(chart.Lines, l)
 		if intro == "" {

@@ -292,8 +292,8 @@ func TestLostLockScenario(t *testing.T) {
 	if fenced.Mode != "fenced" || fenced.Oversold != 0 || fenced.Drift != 0 {
 		t.Errorf("fenced: %d oversold, drift %d; want 0 and 0", fenced.Oversold, fenced.Drift)
 	}
-	if len(unsafe.OversoldTimeline) == 0 || unsafe.OversoldTimeline[len(unsafe.OversoldTimeline)-1] == 0 {
-		t.Errorf("unsafe oversold timeline %v ends without the oversell", unsafe.OversoldTimeline)
+	if n := len(unsafe.OversoldAt); n == 0 || unsafe.OversoldAt[n-1][1] == 0 {
+		t.Errorf("unsafe oversold timeline %v ends without the oversell", unsafe.OversoldAt)
 	}
 	var stock, active int
 	var mode string
