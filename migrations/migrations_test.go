@@ -113,7 +113,7 @@ func TestSchemaEnforcesInventoryAndReservationRules(t *testing.T) {
 		INSERT INTO categories (id, slug, name) VALUES (1, 'c', 'C');
 		INSERT INTO products (id, category_id, sku, name, price_cents) VALUES (1, 1, 'SKU-1', 'Blue mug', 900);
 		INSERT INTO inventory (product_id, stock) VALUES (1, 5);
-		INSERT INTO reservations (product_id, quantity, fence_token, idempotency_key) VALUES (1, 1, 7, 'k1');`); err != nil {
+		INSERT INTO reservations (product_id, quantity, fence_token, idempotency_key, expires_at) VALUES (1, 1, 7, 'k1', now());`); err != nil {
 		t.Fatal(err)
 	}
 	for name, tc := range map[string]struct {
@@ -123,11 +123,15 @@ func TestSchemaEnforcesInventoryAndReservationRules(t *testing.T) {
 		"reserved below zero": {"UPDATE inventory SET reserved = -1 WHERE product_id = 1", "inventory_reserved_not_negative"},
 		"stock below zero":    {"UPDATE inventory SET stock = -1 WHERE product_id = 1", "inventory_stock_check"},
 		"repeated idempotency key": {
-			"INSERT INTO reservations (product_id, quantity, fence_token, idempotency_key) VALUES (1, 1, 8, 'k1')",
+			"INSERT INTO reservations (product_id, quantity, fence_token, idempotency_key, expires_at) VALUES (1, 1, 8, 'k1', now())",
 			"reservations_idempotency_key_key",
 		},
+		"unknown status": {
+			"UPDATE reservations SET status = 'held' WHERE idempotency_key = 'k1'",
+			"reservations_status_check",
+		},
 		"zero quantity": {
-			"INSERT INTO reservations (product_id, quantity, fence_token, idempotency_key) VALUES (1, 0, 8, 'k2')",
+			"INSERT INTO reservations (product_id, quantity, fence_token, idempotency_key, expires_at) VALUES (1, 0, 8, 'k2', now())",
 			"reservations_quantity_check",
 		},
 	} {

@@ -20,6 +20,8 @@ type config struct {
 	lockRedisURLs []string
 	adminToken    string
 	mode          catalog.Mode
+	holdTTL       time.Duration
+	sweepEvery    time.Duration
 	logLevel      slog.Level
 	logJSON       bool
 	migrate       bool
@@ -57,6 +59,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.StringVar(&c.adminToken, "admin-token", env("ADMIN_TOKEN", ""), "Bearer token of the admin API; empty disables it (env ADMIN_TOKEN)")
 	var mode string
 	fs.StringVar(&mode, "reservation-mode", env("RESERVATION_MODE", string(catalog.ModeFenced)), "how reservations guard the warehouse: unsafe (no lock), lock (no token check) or fenced; the admin API changes it at run time (env RESERVATION_MODE)")
+	var holdTTL string
+	fs.StringVar(&holdTTL, "hold-ttl", env("HOLD_TTL", catalog.DefaultHoldTTL.String()), "how long a reservation holds its units before it expires, at least 1s (env HOLD_TTL)")
+	fs.DurationVar(&c.sweepEvery, "sweep-every", 10*time.Second, "how often expired reservations are swept and their units given back")
 	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	fs.StringVar(&format, "log-format", env("LOG_FORMAT", "text"), "text or json (env LOG_FORMAT)")
 	fs.BoolVar(&c.migrate, "migrate", env("MIGRATE", "true") == "true", "apply migrations before serving (env MIGRATE)")
@@ -68,6 +73,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	}
 	if fs.NArg() > 0 {
 		return "", config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if c.holdTTL, err = time.ParseDuration(holdTTL); err != nil || c.holdTTL < time.Second || c.sweepEvery <= 0 {
+		return "", config{}, fmt.Errorf("-hold-ttl must be at least 1s and -sweep-every positive, got %v and %v", c.holdTTL, c.sweepEvery)
 	}
 	m, err := catalog.ParseMode(mode)
 	if err != nil {

@@ -180,7 +180,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 	warehouse := catalog.NewWarehouse(whPool, observe)
 
 	svc, err := catalog.NewService(catalog.Config{
-		Store: store, Warehouse: warehouse, Mode: cfg.mode, Cache: cacheRedis, Locker: locker, Faults: faults, Registerer: reg, Logger: log,
+		Store: store, Warehouse: warehouse, Mode: cfg.mode, HoldTTL: cfg.holdTTL, Cache: cacheRedis, Locker: locker, Faults: faults, Registerer: reg, Logger: log,
 	})
 	if err != nil {
 		return err
@@ -213,6 +213,14 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 	}
 	fmt.Fprintf(stdout, "api: listening on %s (admin API %s)\n", ln.Addr(), map[bool]string{true: "on", false: "off"}[cfg.adminToken != ""])
 	log.Info("listening", "addr", ln.Addr().String(), "lock_nodes", len(lockNodes))
+
+	// Every replica sweeps expired holds; a hold's units come back once
+	// whichever sweeps it.
+	sweepCtx, stopSweeper := context.WithCancel(ctx)
+	sweeping := make(chan struct{})
+	ticker := time.NewTicker(cfg.sweepEvery)
+	go func() { defer close(sweeping); svc.RunSweeper(sweepCtx, ticker.C, log) }()
+	defer func() { ticker.Stop(); stopSweeper(); <-sweeping }()
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

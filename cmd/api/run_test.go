@@ -20,19 +20,23 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stampede-lab/stampede/internal/catalog"
 	"github.com/stampede-lab/stampede/internal/testenv"
 )
 
 func TestParseConfig(t *testing.T) {
-	env := map[string]string{"HTTP_ADDR": ":9999", "LOCK_REDIS_URLS": "redis://a:1, redis://b:2 ,redis://c:3", "LOG_FORMAT": "json"}
+	env := map[string]string{"HTTP_ADDR": ":9999", "LOCK_REDIS_URLS": "redis://a:1, redis://b:2 ,redis://c:3", "LOG_FORMAT": "json",
+		"RESERVATION_MODE": "lock", "HOLD_TTL": "90s"}
 	cmd, c, err := parseConfig([]string{"serve", "-admin-token", "t"}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cmd != "serve" || c.httpAddr != ":9999" || len(c.lockRedisURLs) != 3 || c.lockRedisURLs[1] != "redis://b:2" || !c.logJSON || c.adminToken != "t" {
+	if cmd != "serve" || c.httpAddr != ":9999" || len(c.lockRedisURLs) != 3 || c.lockRedisURLs[1] != "redis://b:2" || !c.logJSON || c.adminToken != "t" ||
+		c.mode != catalog.ModeLock || c.holdTTL != 90*time.Second || c.sweepEvery != 10*time.Second {
 		t.Fatalf("parsed %q %+v", cmd, c)
 	}
-	for _, bad := range [][]string{{"explode"}, {"-log-level", "loud"}, {"-log-format", "xml"}, {"serve", "extra"}} {
+	for _, bad := range [][]string{{"explode"}, {"-log-level", "loud"}, {"-log-format", "xml"}, {"serve", "extra"},
+		{"-reservation-mode", "Fenced"}, {"-hold-ttl", "1ms"}, {"-hold-ttl", "soon"}, {"-sweep-every", "0s"}} {
 		if _, _, err := parseConfig(bad, func(string) string { return "" }, io.Discard); err == nil {
 			t.Errorf("parseConfig(%q) accepted", bad)
 		}

@@ -555,8 +555,23 @@ func (h *handlers) reserve(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK // a replay of an earlier request
 	if created {
 		status = http.StatusCreated
+		w.Header().Set("Location", "/v1/reservations/"+strconv.FormatInt(res.ID, 10))
 	}
 	writeJSON(w, status, res)
+}
+
+func (h *handlers) reservation(w http.ResponseWriter, r *http.Request) {
+	id, err := parseID(chi.URLParam(r, "id"))
+	if err != nil {
+		writeProblem(w, probBadRequest.with(err.Error()))
+		return
+	}
+	res, err := h.svc.Reservation(r.Context(), id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 func (h *handlers) cancel(w http.ResponseWriter, r *http.Request) {

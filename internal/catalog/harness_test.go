@@ -29,6 +29,8 @@ type testAPI struct {
 	reg     *prometheus.Registry
 	handler http.Handler
 	locker  *lockx.Locker
+	opts    apiOptions
+	spec    *specCheck
 }
 
 const testAdminToken = "s3cret-admin"
@@ -58,7 +60,20 @@ func newTestAPI(t testing.TB, o apiOptions) *testAPI {
 	if _, err := seed.Run(ctx, db, seed.Config{Scale: o.scale}); err != nil {
 		t.Fatal(err)
 	}
-	node := testenv.RedisNodes(t, 1)[0]
+	return startInstance(t, db, testenv.RedisNodes(t, 1)[0], o)
+}
+
+// sibling starts a second API instance on a's database and Redis, with a
+// registry of its own, as a second replica would be.
+func (a *testAPI) sibling() *testAPI {
+	a.t.Helper()
+	return startInstance(a.t, a.db, a.redis, a.opts)
+}
+
+// startInstance builds one API instance on db and node.
+func startInstance(t testing.TB, db *pgxpool.Pool, node *testenv.RedisNode, o apiOptions) *testAPI {
+	t.Helper()
+	ctx := context.Background()
 	opt := node.Options()
 	opt.ReadTimeout, opt.WriteTimeout, opt.MaxRetries, opt.DialerRetries = time.Second, time.Second, -1, 1
 	cacheRedis := redis.NewClient(opt)
@@ -70,7 +85,11 @@ func newTestAPI(t testing.TB, o apiOptions) *testAPI {
 
 	reg := prometheus.NewRegistry()
 	faults := &Injector{}
-	store := NewStore(db, WithDelay(faults.DBDelay))
+	observe, err := QueryMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := NewStore(db, WithObserver(observe), WithDelay(faults.DBDelay))
 	locker, err := lockx.New([]redis.UniversalClient{lockRedis}, lockx.Options{
 		Name: "inventory", TTL: o.lockTTL, Wait: o.lockWait, NoWatchdog: true, Registerer: reg,
 	})
@@ -83,7 +102,7 @@ func newTestAPI(t testing.TB, o apiOptions) *testAPI {
 		t.Fatal(err)
 	}
 	t.Cleanup(whPool.Close)
-	svc, err := NewService(Config{Store: store, Warehouse: NewWarehouse(whPool, nil), Cache: cacheRedis, Locker: locker,
+	svc, err := NewService(Config{Store: store, Warehouse: NewWarehouse(whPool, observe), Cache: cacheRedis, Locker: locker,
 		Faults: faults, Registerer: reg, CacheTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -94,10 +113,11 @@ func newTestAPI(t testing.TB, o apiOptions) *testAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testAPI{t: t, db: db, redis: node, svc: svc, faults: faults, reg: reg, handler: h, locker: locker}
+	return &testAPI{t: t, db: db, redis: node, svc: svc, faults: faults, reg: reg, handler: h, locker: locker, opts: o, spec: newSpecCheck(t)}
 }
 
-// do sends a request through the handler and returns the recorder.
+// do sends a request through the handler and returns the recorder, after
+// checking the exchange against openapi.yaml (specCheck.check).
 func (a *testAPI) do(method, path, body string, header ...string) *httptest.ResponseRecorder {
 	a.t.Helper()
 	var r io.Reader
@@ -111,9 +131,7 @@ func (a *testAPI) do(method, path, body string, header ...string) *httptest.Resp
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	rec := httptest.NewRecorder()
-	a.handler.ServeHTTP(rec, req)
-	return rec
+	return a.spec.serve(a.t, a.handler, req)
 }
 
 // admin sends an authorised admin request.

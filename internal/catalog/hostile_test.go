@@ -94,10 +94,9 @@ func TestReadinessAndHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	spec := newSpecCheck(t)
 	get := func(path string) *httptest.ResponseRecorder {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
-		return rec
+		return spec.serve(t, h, httptest.NewRequest(http.MethodGet, path, nil))
 	}
 	if rec := get("/readyz"); rec.Code != http.StatusOK {
 		t.Fatalf("/readyz with the cache Redis down: %d, want 200", rec.Code)
@@ -168,9 +167,8 @@ func TestRequestsAndQueriesRunOutOfTimeAs503(t *testing.T) {
 	if err := a.faults.Set(Faults{DBLatencyMS: 1000, DBLatencyPercent: 100}); err != nil {
 		t.Fatal(err)
 	}
-	rec := httptest.NewRecorder()
 	start := time.Now()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/categories/2/stats", nil))
+	rec := a.spec.serve(t, h, httptest.NewRequest(http.MethodGet, "/v1/categories/2/stats", nil))
 	if took := time.Since(start); took > 900*time.Millisecond {
 		t.Fatalf("the request took %v: its 100ms deadline did not end it", took)
 	}
@@ -253,8 +251,7 @@ func TestAClientThatLeavesIsCountedAsCancelled(t *testing.T) {
 	defer cancel()
 	req := httptest.NewRequest(http.MethodPost, "/v1/reservations", strings.NewReader(reserveBody(21, 1, "leaves"))).WithContext(ctx)
 	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	a.handler.ServeHTTP(rec, req)
+	rec := a.spec.serve(t, a.handler, req)
 	if rec.Code != 499 {
 		t.Fatalf("status %d, want 499", rec.Code)
 	}
@@ -276,8 +273,7 @@ func TestProblemDetailsCarryNoInternals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := httptest.NewRecorder()
-	h.ServeHTTP(ready, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	ready := a.spec.serve(t, h, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	recs := map[string]*httptest.ResponseRecorder{
 		"readyz":           ready,
 		"wrong type":       a.do(http.MethodPost, "/v1/reservations", `{"product_id": "21", "quantity": 1, "idempotency_key": "t"}`),

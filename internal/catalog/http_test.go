@@ -332,14 +332,11 @@ func TestHTTPMaxBytesWithoutContentType(t *testing.T) {
 	a := newTestAPI(t, apiOptions{})
 	req := httptest.NewRequest(http.MethodPost, "/v1/reservations",
 		strings.NewReader(`{"idempotency_key": "`+strings.Repeat("k", 2*MaxBodyBytes)+`"}`))
-	rec := httptest.NewRecorder()
-	a.handler.ServeHTTP(rec, req)
-	checkProblem(t, rec, http.StatusRequestEntityTooLarge, "/problems/too-large")
+	checkProblem(t, a.spec.serve(t, a.handler, req), http.StatusRequestEntityTooLarge, "/problems/too-large")
 
 	a.setInventory(1, 10, 0)
 	req = httptest.NewRequest(http.MethodPost, "/v1/reservations", strings.NewReader(reserveBody(1, 1, "no-ct")))
-	rec = httptest.NewRecorder()
-	a.handler.ServeHTTP(rec, req)
+	rec := a.spec.serve(t, a.handler, req)
 	if rec.Code != http.StatusCreated {
 		t.Errorf("reservation without Content-Type = %d %s, want it accepted", rec.Code, rec.Body.String())
 	}

@@ -111,6 +111,9 @@ const (
 	StatusActive = "active"
 	// StatusCancelled marks a reservation whose stock was given back.
 	StatusCancelled = "cancelled"
+	// StatusExpired marks a reservation that was not completed before its
+	// ExpiresAt: the sweeper gave its stock back.
+	StatusExpired = "expired"
 )
 
 // Reservation holds units of a product for a buyer.
@@ -121,7 +124,7 @@ type Reservation struct {
 	ProductID int64 `json:"product_id"`
 	// Quantity is the number of units held (at least 1).
 	Quantity int `json:"quantity"`
-	// Status is StatusActive or StatusCancelled.
+	// Status is StatusActive, StatusCancelled or StatusExpired.
 	Status string `json:"status"`
 	// FenceToken is the fencing token of the lock under which the
 	// reservation was last written (created, then cancelled).
@@ -133,6 +136,9 @@ type Reservation struct {
 	CreatedAt time.Time `json:"created_at"`
 	// UpdatedAt is when it last changed.
 	UpdatedAt time.Time `json:"updated_at"`
+	// ExpiresAt is when an active reservation stops holding its units (the
+	// sweeper then marks it expired and gives them back).
+	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // ProductPatch is a partial update of a product: nil fields are left as

@@ -92,7 +92,8 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (r Reservatio
 			_ = FixedDelay(pause)(wctx)
 		})
 	}
-	r, created, err = s.store.Reserve(wctx, req.ProductID, req.Quantity, req.IdempotencyKey, g.fence.Token, take)
+	hold := Hold{ProductID: req.ProductID, Quantity: req.Quantity, IdempotencyKey: req.IdempotencyKey, Token: g.fence.Token, TTL: s.holdTTL}
+	r, created, err = s.store.Reserve(wctx, hold, take)
 	if err != nil && !definite(err) {
 		r, created, err = s.afterUnknownCommit(ctx, req, err)
 	}
@@ -142,24 +143,40 @@ func (s *Service) afterUnknownCommit(ctx context.Context, req ReserveRequest, er
 	return Reservation{}, false, err
 }
 
+// Reservation returns a reservation as it is now, or ErrNotFound.
+func (s *Service) Reservation(ctx context.Context, id int64) (Reservation, error) {
+	return s.store.Reservation(ctx, id)
+}
+
 // Cancel cancels a reservation and returns its units to the warehouse,
-// guarded like Reserve. Cancelling twice returns the cancelled reservation.
+// guarded like Reserve. Cancelling a reservation that has ended (cancelled
+// or expired) returns it unchanged.
 func (s *Service) Cancel(ctx context.Context, id int64) (Reservation, error) {
-	productID, err := s.store.ReservationProduct(ctx, id)
-	if err != nil {
-		return Reservation{}, err
+	r, _, err := s.end(ctx, id, func(ctx context.Context, id, token int64, give func(context.Context, Reservation) error) (Reservation, bool, error) {
+		r, err := s.store.CancelReservation(ctx, id, token, give)
+		return r, err == nil, err
+	})
+	return r, err
+}
+
+// end ends reservation id with the store's cancel or expire, under the
+// guard of its product, giving its units back to the warehouse; ended is
+// the store's.
+func (s *Service) end(ctx context.Context, id int64, end func(context.Context, int64, int64, func(context.Context, Reservation) error) (Reservation, bool, error)) (r Reservation, ended bool, err error) {
+	if r, err = s.store.Reservation(ctx, id); err != nil || r.Status != StatusActive {
+		return r, false, err
 	}
-	g, err := s.guard(ctx, productID)
+	g, err := s.guard(ctx, r.ProductID)
 	if err != nil {
-		return Reservation{}, err
+		return Reservation{}, false, err
 	}
 	defer g.release()
 	give := func(ctx context.Context, res Reservation) error {
 		return s.warehouse.Give(ctx, res.ProductID, res.Quantity, g.fence)
 	}
-	r, err := s.store.CancelReservation(g.ctx, id, g.fence.Token, give)
+	r, ended, err = end(g.ctx, id, g.fence.Token, give)
 	if errors.Is(err, pgfence.ErrStaleToken) || (err != nil && g.lost()) {
 		err = fmt.Errorf("%w: %w", ErrFenced, err)
 	}
-	return r, err
+	return r, ended, err
 }

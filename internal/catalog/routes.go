@@ -101,7 +101,8 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		r.Get("/categories/{id}/stats", h.categoryStats) // cached: the XFetch showcase
 		r.Get("/categories/{id}/top", h.topProducts)     // ?limit=10 (at most 50)
 		r.Get("/search", h.search)                       // ?q=...&limit=20
-		r.Post("/reservations", h.reserve)
+		r.Post("/reservations", h.reserve)               // 201 with Location, 200 for a replay
+		r.Get("/reservations/{id}", h.reservation)
 		r.Post("/reservations/{id}/cancel", h.cancel)
 	})
 

@@ -24,6 +24,9 @@ type Config struct {
 	// Mode guards reservations; "" means ModeFenced. The admin API changes
 	// it at run time.
 	Mode Mode
+	// HoldTTL is how long a reservation holds its units before the sweeper
+	// (RunSweeper) gives them back [DefaultHoldTTL, 15m].
+	HoldTTL time.Duration
 	// Cache is the client of the caches' Redis. Service adds the fault
 	// injection hook to it.
 	Cache  *redis.Client
@@ -52,6 +55,8 @@ type Service struct {
 	locker    *lockx.Locker
 	faults    *Injector
 	mode      *modeSwitch
+	holdTTL   time.Duration
+	expired   prometheus.Counter
 
 	// betweenReadAndWrite, set by tests before use, runs in a reservation
 	// between its warehouse read and write: where interleavings are forced.
@@ -85,7 +90,8 @@ func NewService(cfg Config) (*Service, error) {
 		}
 		return d
 	}
-	s := &Service{store: cfg.Store, warehouse: cfg.Warehouse, locker: cfg.Locker, faults: cfg.Faults, mode: newModeSwitch(mode)}
+	s := &Service{store: cfg.Store, warehouse: cfg.Warehouse, locker: cfg.Locker, faults: cfg.Faults, mode: newModeSwitch(mode),
+		holdTTL: cmp.Or(cfg.HoldTTL, DefaultHoldTTL)}
 	opts := func(name string, ttl time.Duration) cachex.Options {
 		return cachex.Options{Name: name, TTL: ttl, Timeout: cfg.CacheTimeout, Registerer: cfg.Registerer, NegativeTTL: 5 * time.Second, Logger: cfg.Logger}
 	}
@@ -108,8 +114,12 @@ func NewService(cfg Config) (*Service, error) {
 	for _, r := range []string{"reserved", "insufficient", "fenced", "lock_timeout", "duplicate", "cancelled", "unknown"} {
 		s.reservations.WithLabelValues(r)
 	}
+	s.expired = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "catalog_reservations_expired_total",
+		Help: "Reservations the sweeper ended because their hold expired, their units given back (once each, whichever instance swept).",
+	})
 	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{s.reservations, s.mode.gauge} {
+		for _, c := range []prometheus.Collector{s.reservations, s.mode.gauge, s.expired} {
 			if err := cfg.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("catalog: register metrics: %w", err)
 			}

@@ -52,6 +52,9 @@ const (
 	QueryReserve       = "reserve"
 	QueryReplay        = "replay"
 	QueryCancel        = "cancel"
+	QueryReservation   = "reservation"
+	QuerySweep         = "sweep"
+	QueryExpire        = "expire"
 )
 
 // QueryNames returns every query name, for pre-registering metric labels.
@@ -59,7 +62,7 @@ func QueryNames() []string {
 	return []string{
 		QueryProduct, QueryProducts, QueryCategoryStats, QueryTopProducts, QuerySearch,
 		QueryUpdateProduct, QueryInventory, QueryReserve, QueryReplay, QueryCancel,
-		QueryWarehouseRead, QueryWarehouseWrite,
+		QueryReservation, QuerySweep, QueryExpire, QueryWarehouseRead, QueryWarehouseWrite,
 	}
 }
 

@@ -136,7 +136,7 @@ func BenchmarkQueryCosts(b *testing.B) {
 		}},
 		{"inventory", "one inventory row", func(i int) error { _, err := s.Inventory(ctx, pid(i)); return err }},
 		{"reserve", "one unit, new key (transaction: key lookup, insert, fenced warehouse read and write, reserved update)", func(i int) error {
-			r, _, err := s.Reserve(ctx, pid(i), 1, "cost-"+strconv.Itoa(i), 1, func(ctx context.Context) error {
+			r, _, err := s.Reserve(ctx, Hold{ProductID: pid(i), Quantity: 1, IdempotencyKey: "cost-" + strconv.Itoa(i), Token: 1}, func(ctx context.Context) error {
 				return w.Take(ctx, pid(i), 1, fence, nil)
 			})
 			if err == nil {

@@ -1,18 +1,35 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// Reserve records a hold of qty units of a product for the request
-// identified by idempotencyKey, in one transaction:
+// DefaultHoldTTL is how long a reservation holds its units unless the
+// Service is configured otherwise.
+const DefaultHoldTTL = 15 * time.Minute
+
+// Hold is a reservation to record: qty units of a product for the request
+// identified by IdempotencyKey, written under Token, held for TTL.
+type Hold struct {
+	ProductID      int64
+	Quantity       int
+	IdempotencyKey string
+	Token          int64
+	// TTL is how long the reservation holds its units; 0 means
+	// DefaultHoldTTL.
+	TTL time.Duration
+}
+
+// Reserve records a hold in one transaction:
 //
 //  1. If a reservation with idempotencyKey exists, it is returned as it is
 //     now (possibly cancelled) with created = false, and nothing is written;
@@ -30,7 +47,8 @@ import (
 // MaxIdempotencyKeyLen characters gives ErrInvalidArgument. If the commit
 // fails the outcome is unknown: it may have committed (Service.Reserve looks
 // the key up).
-func (s *Store) Reserve(ctx context.Context, productID int64, qty int, idempotencyKey string, token int64, take func(context.Context) error) (Reservation, bool, error) {
+func (s *Store) Reserve(ctx context.Context, h Hold, take func(context.Context) error) (Reservation, bool, error) {
+	productID, qty, idempotencyKey := h.ProductID, h.Quantity, h.IdempotencyKey
 	switch {
 	case qty < 1 || qty > math.MaxInt32:
 		return Reservation{}, false, fmt.Errorf("catalog: %s: %w: quantity %d", QueryReserve, ErrInvalidArgument, qty)
@@ -46,7 +64,7 @@ func (s *Store) Reserve(ctx context.Context, productID int64, qty int, idempoten
 	)
 	err := s.run(ctx, QueryReserve, func() error {
 		var err error
-		res, created, err = s.reserve(ctx, productID, qty, idempotencyKey, token, take)
+		res, created, err = s.reserve(ctx, h, take)
 		if isUniqueViolation(err, idempotencyKeyConstraint) {
 			// A concurrent request with the same key (for another product,
 			// whose inventory lock did not serialise us) committed first.
@@ -84,7 +102,8 @@ func (s *Store) Replay(ctx context.Context, productID int64, qty int, idempotenc
 	return res, found, err
 }
 
-func (s *Store) reserve(ctx context.Context, productID int64, qty int, key string, token int64, take func(context.Context) error) (Reservation, bool, error) {
+func (s *Store) reserve(ctx context.Context, h Hold, take func(context.Context) error) (Reservation, bool, error) {
+	productID, qty, key := h.ProductID, h.Quantity, h.IdempotencyKey
 	tx, err := s.db.Begin(ctx)
 	if err != nil {
 		return Reservation{}, false, err
@@ -99,7 +118,7 @@ func (s *Store) reserve(ctx context.Context, productID int64, qty int, key strin
 	}
 	// A concurrent request with the same key waits on the key's index entry
 	// until this transaction ends; Reserve then answers it as a replay.
-	res, err := scanReservation(tx.QueryRow(ctx, sqlInsertReservation, productID, qty, token, key))
+	res, err := scanReservation(tx.QueryRow(ctx, sqlInsertReservation, productID, qty, h.Token, key, cmp.Or(h.TTL, DefaultHoldTTL).Milliseconds()))
 	if isForeignKeyViolation(err) {
 		return Reservation{}, false, fmt.Errorf("product %d: %w", productID, ErrNotFound)
 	}
@@ -132,52 +151,91 @@ func replay(res Reservation, productID int64, qty int) error {
 // first: give is called with the active reservation to return its units to
 // the warehouse (or fail, and nothing changes), then the units leave
 // inventory.reserved and the reservation becomes cancelled with fence_token
-// = token. Cancelling a cancelled reservation returns it unchanged without
-// calling give. An unknown id gives ErrNotFound.
+// = token. A reservation that has already ended (cancelled or expired) is
+// returned unchanged without calling give. An unknown id gives ErrNotFound.
 func (s *Store) CancelReservation(ctx context.Context, id int64, token int64, give func(context.Context, Reservation) error) (Reservation, error) {
-	var res Reservation
-	err := s.run(ctx, QueryCancel, func() error {
-		var err error
-		res, err = s.cancel(ctx, id, token, give)
-		return err
-	})
-	if err != nil {
-		return Reservation{}, err
-	}
-	return res, nil
+	r, _, err := s.end(ctx, QueryCancel, id, token, StatusCancelled, give)
+	return r, err
 }
 
-func (s *Store) cancel(ctx context.Context, id, token int64, give func(context.Context, Reservation) error) (Reservation, error) {
-	tx, err := s.db.Begin(ctx)
-	if err != nil {
-		return Reservation{}, err
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+// ExpireReservation ends a hold past its expiry as CancelReservation ends
+// it, with status expired; ended says whether this call ended it. A
+// reservation that has ended, or is not yet past its expiry, is returned
+// unchanged without calling give: of two sweepers that find the same hold,
+// the second waits for the first's transaction and then changes nothing, so
+// its units come back once.
+func (s *Store) ExpireReservation(ctx context.Context, id int64, token int64, give func(context.Context, Reservation) error) (r Reservation, ended bool, err error) {
+	return s.end(ctx, QueryExpire, id, token, StatusExpired, give)
+}
 
-	res, err := scanReservation(tx.QueryRow(ctx, sqlLockReservation, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Reservation{}, fmt.Errorf("reservation %d: %w", id, ErrNotFound)
-	}
+func (s *Store) end(ctx context.Context, q string, id, token int64, status string, give func(context.Context, Reservation) error) (Reservation, bool, error) {
+	var (
+		res   Reservation
+		ended bool
+	)
+	err := s.run(ctx, q, func() error {
+		tx, err := s.db.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+
+		var due bool
+		err = tx.QueryRow(ctx, "SELECT "+reservationColumns+", expires_at <= now() FROM reservations WHERE id = $1 FOR UPDATE", id).
+			Scan(&res.ID, &res.ProductID, &res.Quantity, &res.Status, &res.FenceToken, &res.IdempotencyKey, &res.CreatedAt, &res.UpdatedAt, &res.ExpiresAt, &due)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("reservation %d: %w", id, ErrNotFound)
+		case err != nil:
+			return err
+		case res.Status != StatusActive, status == StatusExpired && !due:
+			return nil
+		}
+		if err := give(ctx, res); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, sqlReturnStock, res.ProductID, res.Quantity); err != nil {
+			return err
+		}
+		if res, err = scanReservation(tx.QueryRow(ctx, sqlEndReservation, id, token, status)); err != nil {
+			return err
+		}
+		ended = true
+		return s.commit(ctx, tx)
+	})
 	if err != nil {
-		return Reservation{}, err
+		return Reservation{}, false, err
 	}
-	if res.Status == StatusCancelled {
-		return res, nil
-	}
-	if err := give(ctx, res); err != nil {
-		return Reservation{}, err
-	}
-	if _, err := tx.Exec(ctx, sqlReturnStock, res.ProductID, res.Quantity); err != nil {
-		return Reservation{}, err
-	}
-	res, err = scanReservation(tx.QueryRow(ctx, sqlCancelReservation, id, token))
-	if err != nil {
-		return Reservation{}, err
-	}
-	if err := s.commit(ctx, tx); err != nil {
-		return Reservation{}, err
-	}
-	return res, nil
+	return res, ended, nil
+}
+
+// Reservation returns the reservation with the given id, or ErrNotFound.
+func (s *Store) Reservation(ctx context.Context, id int64) (Reservation, error) {
+	var res Reservation
+	err := s.run(ctx, QueryReservation, func() error {
+		var err error
+		res, err = scanReservation(s.db.QueryRow(ctx, sqlReservation, id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("reservation %d: %w", id, ErrNotFound)
+		}
+		return err
+	})
+	return res, err
+}
+
+// ExpiredReservations returns up to limit active holds past their expiry,
+// the oldest first.
+func (s *Store) ExpiredReservations(ctx context.Context, limit int) ([]Reservation, error) {
+	var out []Reservation
+	err := s.run(ctx, QuerySweep, func() error {
+		rows, err := s.db.Query(ctx, sqlExpiredReservations, limit)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Reservation, error) { return scanReservation(row) })
+		return err
+	})
+	return out, err
 }
 
 // querier is what reservationByKey needs: a pool or a transaction.
@@ -198,21 +256,6 @@ func reservationByKey(ctx context.Context, q querier, key string) (Reservation, 
 
 func scanReservation(row pgx.Row) (Reservation, error) {
 	var r Reservation
-	err := row.Scan(&r.ID, &r.ProductID, &r.Quantity, &r.Status, &r.FenceToken, &r.IdempotencyKey, &r.CreatedAt, &r.UpdatedAt)
+	err := row.Scan(&r.ID, &r.ProductID, &r.Quantity, &r.Status, &r.FenceToken, &r.IdempotencyKey, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt)
 	return r, err
-}
-
-// ReservationProduct returns the product a reservation holds stock of, so
-// the caller can take that product's lock before cancelling. It is observed
-// as part of the cancel query; ErrNotFound for an unknown reservation.
-func (s *Store) ReservationProduct(ctx context.Context, id int64) (int64, error) {
-	var productID int64
-	err := s.run(ctx, QueryCancel, func() error {
-		err := s.db.QueryRow(ctx, "SELECT product_id FROM reservations WHERE id = $1", id).Scan(&productID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
-		}
-		return err
-	})
-	return productID, err
 }

@@ -112,7 +112,7 @@ SELECT i.product_id, i.stock, i.reserved, w.available, w.fence_token, greatest(i
 FROM inventory i JOIN warehouse w USING (product_id) WHERE i.product_id = $1`
 
 // reservationColumns are the columns scanReservation reads, in order.
-const reservationColumns = `id, product_id, quantity, status, fence_token, idempotency_key, created_at, updated_at`
+const reservationColumns = `id, product_id, quantity, status, fence_token, idempotency_key, created_at, updated_at, expires_at`
 
 const sqlReservationByKey = `SELECT ` + reservationColumns + ` FROM reservations WHERE idempotency_key = $1`
 
@@ -121,16 +121,22 @@ const sqlReservationByKey = `SELECT ` + reservationColumns + ` FROM reservations
 const sqlAddReserved = `UPDATE inventory SET reserved = reserved + $2, updated_at = now() WHERE product_id = $1`
 
 const sqlInsertReservation = `
-INSERT INTO reservations (product_id, quantity, status, fence_token, idempotency_key)
-VALUES ($1, $2, 'active', $3, $4)
+INSERT INTO reservations (product_id, quantity, status, fence_token, idempotency_key, expires_at)
+VALUES ($1, $2, 'active', $3, $4, now() + $5 * interval '1 millisecond')
 RETURNING ` + reservationColumns
 
-const sqlLockReservation = `SELECT ` + reservationColumns + ` FROM reservations WHERE id = $1 FOR UPDATE`
+const sqlReservation = `SELECT ` + reservationColumns + ` FROM reservations WHERE id = $1`
+
+// sqlExpiredReservations lists active holds past their expiry, oldest
+// first (reservations_expiry_idx).
+const sqlExpiredReservations = `SELECT ` + reservationColumns + ` FROM reservations
+WHERE status = 'active' AND expires_at <= now() ORDER BY expires_at LIMIT $1`
 
 const sqlReturnStock = `UPDATE inventory SET reserved = reserved - $2, updated_at = now() WHERE product_id = $1`
 
-const sqlCancelReservation = `
-UPDATE reservations SET status = 'cancelled', fence_token = $2, updated_at = now()
+// sqlEndReservation ends a hold with status $3 under token $2.
+const sqlEndReservation = `
+UPDATE reservations SET status = $3, fence_token = $2, updated_at = now()
 WHERE id = $1
 RETURNING ` + reservationColumns
 

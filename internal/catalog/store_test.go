@@ -60,7 +60,8 @@ func seededReservingStore(t *testing.T, obs catalog.Observer) (*reservingStore, 
 }
 
 func (s *reservingStore) Reserve(ctx context.Context, productID int64, qty int, key string, token int64) (catalog.Reservation, bool, error) {
-	return s.Store.Reserve(ctx, productID, qty, key, token, func(ctx context.Context) error {
+	h := catalog.Hold{ProductID: productID, Quantity: qty, IdempotencyKey: key, Token: token}
+	return s.Store.Reserve(ctx, h, func(ctx context.Context) error {
 		return s.w.Take(ctx, productID, qty, catalog.Fence{Token: token, Checked: true}, nil)
 	})
 }
@@ -964,7 +965,22 @@ func TestStoreObserverAndDelay(t *testing.T) {
 			if err != nil {
 				return err
 			}
+			if _, err := s.Reservation(ctx, r.ID); err != nil {
+				return err
+			}
 			_, err = s.CancelReservation(ctx, r.ID, 1)
+			return err
+		},
+		func() error { _, err := s.ExpiredReservations(ctx, 10); return err },
+		func() error { // a hold not due: nothing to expire, one expire query all the same
+			r, _, err := s.Store.Reserve(ctx, catalog.Hold{ProductID: 1, Quantity: 1, IdempotencyKey: "not-due", Token: 2}, func(context.Context) error { return nil })
+			if err != nil {
+				return err
+			}
+			_, ended, err := s.ExpireReservation(ctx, r.ID, 2, nil)
+			if ended {
+				err = errors.Join(err, errors.New("a hold not due was expired"))
+			}
 			return err
 		},
 	}
@@ -982,6 +998,8 @@ func TestStoreObserverAndDelay(t *testing.T) {
 		want := 1
 		switch q {
 		case catalog.QueryProduct, catalog.QueryWarehouseRead, catalog.QueryWarehouseWrite: // reserve and cancel each read and write
+			want = 2
+		case catalog.QueryReserve: // the hold not due was reserved directly
 			want = 2
 		}
 		if seen[q] != want {
@@ -1036,7 +1054,7 @@ func TestStoreObserverAndDelay(t *testing.T) {
 	if err := s.Ping(ctx); err != nil {
 		t.Error(err)
 	}
-	if len(catalog.QueryNames()) != 12 {
+	if len(catalog.QueryNames()) != 15 {
 		t.Errorf("QueryNames = %v", catalog.QueryNames())
 	}
 }

@@ -8,7 +8,7 @@
 // carries the older token and its write is rejected with ErrStaleToken.
 //
 //	tx, _ := pool.Begin(ctx)
-//	if err := pgfence.Claim(ctx, tx, pgfence.Row{Table: "inventory", KeyColumn: "product_id",
+//	if err := pgfence.Claim(ctx, tx, pgfence.Row{Table: "warehouse", KeyColumn: "product_id",
 //		TokenColumn: "fence_token", Key: productID}, lock.Token()); err != nil {
 //		return err // ErrStaleToken: another holder has written since
 //	}

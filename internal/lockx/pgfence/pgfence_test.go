@@ -15,29 +15,32 @@ import (
 	"github.com/stampede-lab/stampede/internal/testenv"
 )
 
-var inventory = func(id int64) pgfence.Row {
-	return pgfence.Row{Table: "inventory", KeyColumn: "product_id", TokenColumn: "fence_token", Key: id}
+// ledger is the fenced row of the tests' own table.
+func ledger(id int64) pgfence.Row {
+	return pgfence.Row{Table: "ledger", KeyColumn: "id", TokenColumn: "fence_token", Key: id}
 }
 
-func seedProduct(t *testing.T, db *pgxpool.Pool) {
+// newLedger creates the tests' table with row 1 and returns the database.
+func newLedger(t *testing.T) *pgxpool.Pool {
 	t.Helper()
+	db := testenv.Postgres(t)
 	_, err := db.Exec(context.Background(), `
-		INSERT INTO categories (id, slug, name) VALUES (1, 'c', 'C');
-		INSERT INTO products (id, category_id, sku, name, price_cents) VALUES (1, 1, 'SKU-1', 'Mug', 900);
-		INSERT INTO inventory (product_id, stock) VALUES (1, 10);`)
+		CREATE TABLE ledger (id bigint PRIMARY KEY, total integer NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0);
+		INSERT INTO ledger (id) VALUES (1);`)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return db
 }
 
 // reserve is the protected write: claim the row with the token, then
 // change it, in one transaction.
 func reserve(ctx context.Context, db *pgxpool.Pool, token int64, qty int) error {
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if err := pgfence.Claim(ctx, tx, inventory(1), token); err != nil {
+		if err := pgfence.Claim(ctx, tx, ledger(1), token); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, "UPDATE inventory SET reserved = reserved + $1 WHERE product_id = 1", qty)
+		_, err := tx.Exec(ctx, "UPDATE ledger SET total = total + $1 WHERE id = 1", qty)
 		return err
 	})
 }
@@ -46,8 +49,7 @@ func reserve(ctx context.Context, db *pgxpool.Pool, token int64, qty int) error 
 // writes, A wakes and writes: A's write is rejected, B's stands.
 func TestKleppmannScenario(t *testing.T) {
 	ctx := context.Background()
-	db := testenv.Postgres(t)
-	seedProduct(t, db)
+	db := newLedger(t)
 	node := testenv.Redis(t)
 	newLocker := func() *lockx.Locker {
 		opt := node.Options()
@@ -82,7 +84,7 @@ func TestKleppmannScenario(t *testing.T) {
 	}
 	var reserved int
 	var fence int64
-	if err := db.QueryRow(ctx, "SELECT reserved, fence_token FROM inventory WHERE product_id = 1").Scan(&reserved, &fence); err != nil {
+	if err := db.QueryRow(ctx, "SELECT total, fence_token FROM ledger WHERE id = 1").Scan(&reserved, &fence); err != nil {
 		t.Fatal(err)
 	}
 	if reserved != 3 || fence != lockB.Token() {
@@ -97,8 +99,8 @@ func TestKleppmannScenario(t *testing.T) {
 
 func TestClaimMissingRow(t *testing.T) {
 	ctx := context.Background()
-	db := testenv.Postgres(t)
-	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return pgfence.Claim(ctx, tx, inventory(99), 1) })
+	db := newLedger(t)
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return pgfence.Claim(ctx, tx, ledger(99), 1) })
 	if !errors.Is(err, pgfence.ErrNoRow) {
 		t.Fatalf("Claim on a missing row: %v, want ErrNoRow", err)
 	}
@@ -108,13 +110,12 @@ func TestClaimMissingRow(t *testing.T) {
 // makes a stale writer that arrives mid-transaction wait, then fail.
 func TestStaleWriterWaitsForTheNewerTransaction(t *testing.T) {
 	ctx := context.Background()
-	db := testenv.Postgres(t)
-	seedProduct(t, db)
+	db := newLedger(t)
 	newer, err := db.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pgfence.Claim(ctx, newer, inventory(1), 20); err != nil {
+	if err := pgfence.Claim(ctx, newer, ledger(1), 20); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -154,8 +155,7 @@ func TestStaleWriterWaitsForTheNewerTransaction(t *testing.T) {
 // differ from A's (and be larger), so A's write is refused.
 func TestTwoHoldersNeverCarryTheSameToken(t *testing.T) {
 	ctx := context.Background()
-	db := testenv.Postgres(t)
-	seedProduct(t, db)
+	db := newLedger(t)
 	node := testenv.RedisNodes(t, 1)[0]
 	opt := node.Options()
 	opt.ContextTimeoutEnabled, opt.MaxRetries = true, -1
@@ -204,7 +204,7 @@ func TestTwoHoldersNeverCarryTheSameToken(t *testing.T) {
 		_ = lockB.Release()
 	}
 	var reserved int
-	if err := db.QueryRow(ctx, "SELECT reserved FROM inventory WHERE product_id = 1").Scan(&reserved); err != nil {
+	if err := db.QueryRow(ctx, "SELECT total FROM ledger WHERE id = 1").Scan(&reserved); err != nil {
 		t.Fatal(err)
 	}
 	if reserved != 4 { // one write per round, B's only
