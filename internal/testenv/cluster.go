@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,7 +34,7 @@ func clusterArgs() []string {
 // as Redis recommends, or fewer for a degenerate cluster), assigns slots, and
 // returns once every node reports cluster_state:ok and all nodes agree on the
 // slot map. It needs redis-server on PATH (or Docker).
-func RedisCluster(tb testing.TB, masters int) *Cluster {
+func RedisCluster(tb TB, masters int) *Cluster {
 	tb.Helper()
 	skipShort(tb, "Redis Cluster")
 	if masters < 1 {

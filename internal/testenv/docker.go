@@ -39,6 +39,15 @@ const (
 // its lifecycle to its own test instead (see tclog.TestLogger below).
 func init() { tclog.SetDefault(tclog.NewNoopLogger()) }
 
+// containerLogger sends testcontainers' log to the test's, and nowhere when
+// the caller is not a test.
+func containerLogger(tb TB) tclog.Logger {
+	if t, ok := tb.(testing.TB); ok {
+		return tclog.TestLogger(t)
+	}
+	return tclog.NewNoopLogger()
+}
+
 // dockerAvailable reports whether a Docker engine answers a ping within three
 // seconds, and if not, a short reason. It prints nothing, never panics, and
 // without an engine (no socket) returns within milliseconds. testcontainers
@@ -88,7 +97,7 @@ type redisContainer struct {
 // machine's network only with a Linux engine running on it; with Docker
 // Desktop, a remote engine or any other VM-based engine RedisCluster fails
 // with a message that says so.
-func startContainerNode(tb testing.TB, cluster bool) *RedisNode {
+func startContainerNode(tb TB, cluster bool) *RedisNode {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -147,10 +156,10 @@ func hostNetworkProblem(ctx context.Context, cli *testcontainers.DockerClient) s
 
 // run creates and starts the container and waits until PING answers at
 // c.addr. On error c.ctr may still be set, for close to remove.
-func (c *redisContainer) run(ctx context.Context, tb testing.TB, port int, cluster bool) error {
+func (c *redisContainer) run(ctx context.Context, tb TB, port int, cluster bool) error {
 	cmd := []string{"redis-server", "--save", "", "--appendonly", "no", "--protected-mode", "no"}
 	opts := []testcontainers.ContainerCustomizer{
-		testcontainers.WithLogger(tclog.TestLogger(tb)),
+		testcontainers.WithLogger(containerLogger(tb)),
 		// Only for the first start: logs accumulate across restarts.
 		testcontainers.WithWaitStrategyAndDeadline(time.Minute, wait.ForLog("Ready to accept connections")),
 	}
@@ -305,12 +314,12 @@ func awaitRedis(ctx context.Context, addr string) error {
 // for user postgres and fsync off, waits until it accepts connections from
 // this machine, removes it at the end of the test, and returns an admin
 // connection string to its postgres database.
-func startPostgresContainer(tb testing.TB) string {
+func startPostgresContainer(tb TB) string {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	ctr, err := testcontainers.Run(ctx, postgresImage,
-		testcontainers.WithLogger(tclog.TestLogger(tb)),
+		testcontainers.WithLogger(containerLogger(tb)),
 		testcontainers.WithEnv(map[string]string{"POSTGRES_HOST_AUTH_METHOD": "trust"}),
 		testcontainers.WithCmd("postgres", "-c", "fsync=off", "-c", "full_page_writes=off"),
 		testcontainers.WithExposedPorts("5432/tcp"),

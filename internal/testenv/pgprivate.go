@@ -7,13 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"testing"
 )
 
 // privatePostgres initialises and starts a throwaway Postgres cluster in the
 // test's temporary folder with initdb and pg_ctl, stopped at the end of the
 // test. It costs seconds, so it is the fallback after a running server.
-func privatePostgres(tb testing.TB) (string, error) {
+func privatePostgres(tb TB) (string, error) {
 	initdb, err := exec.LookPath("initdb")
 	if err != nil {
 		return "", errors.New("initdb not on PATH")

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,7 +21,7 @@ import (
 // private to the test and dropped at its end. The database is cloned from a
 // template built once per schema (named after the migrations' checksum), so a
 // call costs milliseconds.
-func Postgres(tb testing.TB) *pgxpool.Pool {
+func Postgres(tb TB) *pgxpool.Pool {
 	tb.Helper()
 	u := PostgresURL(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -39,7 +38,7 @@ func Postgres(tb testing.TB) *pgxpool.Pool {
 // connection string, for code under test that connects by itself (e.g. a
 // DATABASE_URL). The database is dropped at the end of the test, even if
 // connections to it are still open.
-func PostgresURL(tb testing.TB) string {
+func PostgresURL(tb TB) string {
 	tb.Helper()
 	skipShort(tb, "Postgres")
 	admin := postgresServer(tb)
@@ -142,7 +141,7 @@ func adminExec(ctx context.Context, admin, sql string) error {
 
 // postgresServer finds a Postgres server on which the test may create
 // databases and returns a connection string for its admin database.
-func postgresServer(tb testing.TB) string {
+func postgresServer(tb TB) string {
 	tb.Helper()
 	if u := os.Getenv("DATABASE_URL"); u != "" {
 		if err := canConnect(u); err != nil {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,7 +32,7 @@ type redisProcess struct {
 
 // startProcessNode starts a private redis-server on a free port, retrying with
 // another port when the chosen one was taken in the meantime.
-func startProcessNode(tb testing.TB, bin string, cluster bool) *RedisNode {
+func startProcessNode(tb TB, bin string, cluster bool) *RedisNode {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

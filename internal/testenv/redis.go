@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,7 +13,7 @@ import (
 // REDIS_URL it is private to the test, keeps nothing on disk, and can be made
 // to fail: Stop, Kill, Pause, Resume and Restart.
 type RedisNode struct {
-	tb   testing.TB
+	tb   TB
 	addr string
 	ctl  nodeControl // nil for a shared server from REDIS_URL
 	url  string      // set only for a shared server from REDIS_URL
@@ -39,7 +38,7 @@ type nodeControl interface {
 // Redis returns a Redis server for the test: the one at REDIS_URL when set
 // (shared with other tests, so use key names of your own), else a private
 // redis-server on a free loopback port, else a container.
-func Redis(tb testing.TB) *RedisNode {
+func Redis(tb TB) *RedisNode {
 	tb.Helper()
 	skipShort(tb, "Redis")
 	if u := os.Getenv("REDIS_URL"); u != "" {
@@ -57,7 +56,7 @@ func Redis(tb testing.TB) *RedisNode {
 // RedisNodes returns n independent private Redis servers (for Redlock), each
 // on its own loopback port. It ignores REDIS_URL: a shared server cannot be
 // killed or paused.
-func RedisNodes(tb testing.TB, n int) []*RedisNode {
+func RedisNodes(tb TB, n int) []*RedisNode {
 	tb.Helper()
 	skipShort(tb, "Redis")
 	return startNodes(tb, n, false)
@@ -65,7 +64,7 @@ func RedisNodes(tb testing.TB, n int) []*RedisNode {
 
 // startNodes starts n private servers, cluster-enabled or not, preferring a
 // local binary over a container.
-func startNodes(tb testing.TB, n int, cluster bool) []*RedisNode {
+func startNodes(tb TB, n int, cluster bool) []*RedisNode {
 	tb.Helper()
 	var tried []string
 	if bin, err := exec.LookPath("redis-server"); err == nil {
@@ -207,7 +206,7 @@ func (n *RedisNode) do(op string, f func(nodeControl, context.Context) error) {
 }
 
 // ping fails the test unless the client answers PING within a few seconds.
-func ping(tb testing.TB, c redis.UniversalClient, what string) {
+func ping(tb TB, c redis.UniversalClient, what string) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
