@@ -1,0 +1,70 @@
+package torture
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Kind is a kind of fault.
+type Kind string
+
+// The faults. Proxy toxics act between the clients and one server; the
+// others act on the server process or on the clients.
+const (
+	FaultLatency     Kind = "latency"      // 150ms ± 50ms each way
+	FaultTimeout     Kind = "timeout"      // traffic swallowed, nothing answered
+	FaultResetPeer   Kind = "reset_peer"   // connections reset
+	FaultSlowClose   Kind = "slow_close"   // closes delayed 500ms
+	FaultBandwidth   Kind = "bandwidth"    // 1 KB/s
+	FaultPause       Kind = "pause"        // SIGSTOP, then SIGCONT
+	FaultRestart     Kind = "restart"      // SIGKILL, restarted empty at the end
+	FaultSnapshot    Kind = "snapshot"     // SAVE at the start, SIGKILL and restart from it at the end
+	FaultClientPause Kind = "client_pause" // critical sections begun meanwhile stop past the lock's TTL
+)
+
+// Kinds lists every fault kind, in a fixed order.
+func Kinds() []Kind {
+	return []Kind{FaultLatency, FaultTimeout, FaultResetPeer, FaultSlowClose, FaultBandwidth,
+		FaultPause, FaultRestart, FaultSnapshot, FaultClientPause}
+}
+
+// Fault is one scheduled fault: Kind on server Node (unused for
+// client_pause) from At to At+For after the run's start.
+type Fault struct {
+	Kind Kind          `json:"kind"`
+	Node int           `json:"node"`
+	At   time.Duration `json:"at_ns"`
+	For  time.Duration `json:"for_ns"`
+}
+
+func (f Fault) String() string {
+	return fmt.Sprintf("%s node %d at %v for %v", f.Kind, f.Node, f.At.Round(time.Millisecond), f.For.Round(time.Millisecond))
+}
+
+// NewSchedule returns the faults of a run of length d on nodes servers:
+// one starts every 0.3 to 1.5 s and lasts 0.3 to 2 s, of a kind and on a
+// server drawn at random, never two at once on one server, and none in the
+// last 2 s so the run ends healthy. The same seed, d and nodes give the
+// same schedule.
+func NewSchedule(seed uint64, d time.Duration, nodes int) []Fault {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	kinds := Kinds()
+	busy := make([]time.Duration, nodes)
+	var out []Fault
+	between := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo))) }
+	for at := between(300*time.Millisecond, 1500*time.Millisecond); ; at += between(300*time.Millisecond, 1500*time.Millisecond) {
+		f := Fault{Kind: kinds[r.IntN(len(kinds))], Node: r.IntN(nodes), At: at, For: between(300*time.Millisecond, 2*time.Second)}
+		if f.At+f.For > d-2*time.Second {
+			return out
+		}
+		if f.Kind == FaultClientPause {
+			f.Node = -1
+		} else if busy[f.Node] > f.At {
+			continue
+		} else {
+			busy[f.Node] = f.At + f.For
+		}
+		out = append(out, f)
+	}
+}
