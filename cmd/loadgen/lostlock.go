@@ -186,6 +186,7 @@ func runMode(ctx context.Context, e *env, mode string) (ModeRun, error) {
 		return ModeRun{}, err
 	}
 	run.Oversold = oversold(after)
+	run.OversoldAt = append(run.OversoldAt, [2]float64{time.Since(start).Seconds(), float64(run.Oversold)})
 	for _, inv := range after {
 		run.Drift += inv.Available - (inv.Stock - inv.Reserved)
 	}

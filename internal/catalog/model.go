@@ -96,7 +96,8 @@ type Inventory struct {
 	// unsafe and lock).
 	Available int `json:"available"`
 	// Oversold is Reserved - Stock when positive: units promised to buyers
-	// that do not exist. Zero in fenced mode.
+	// that do not exist. Zero in fenced mode, unless a stocktake set the
+	// stock below what is reserved.
 	Oversold int `json:"oversold"`
 	// FenceToken is the highest lock fencing token that has accessed the
 	// product in the warehouse; accesses carrying a lower token are refused.

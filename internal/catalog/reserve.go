@@ -85,7 +85,8 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (r Reservatio
 		wctx = context.WithoutCancel(ctx)
 	}
 	take := func(wctx context.Context) error {
-		return s.warehouse.Take(wctx, req.ProductID, req.Quantity, g.fence, func() {
+		m := Move{Key: TakeKey(req.IdempotencyKey), ProductID: req.ProductID, Units: req.Quantity}
+		return s.warehouse.Take(wctx, m, g.fence, func() {
 			if s.betweenReadAndWrite != nil {
 				s.betweenReadAndWrite(req.ProductID)
 			}
@@ -172,7 +173,7 @@ func (s *Service) end(ctx context.Context, id int64, end func(context.Context, i
 	}
 	defer g.release()
 	give := func(ctx context.Context, res Reservation) error {
-		return s.warehouse.Give(ctx, res.ProductID, res.Quantity, g.fence)
+		return s.warehouse.Give(ctx, Move{Key: GiveKey(res.ID), ProductID: res.ProductID, Units: res.Quantity}, g.fence)
 	}
 	r, ended, err = end(g.ctx, id, g.fence.Token, give)
 	if errors.Is(err, pgfence.ErrStaleToken) || (err != nil && g.lost()) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stampede-lab/stampede/internal/cachex"
 	"github.com/stampede-lab/stampede/internal/lockx"
+	"github.com/stampede-lab/stampede/internal/lockx/pgfence"
 )
 
 // Config wires a Service. Store, Warehouse, Cache and Locker are required.
@@ -25,7 +26,7 @@ type Config struct {
 	// it at run time.
 	Mode Mode
 	// HoldTTL is how long a reservation holds its units before the sweeper
-	// (RunSweeper) gives them back [DefaultHoldTTL, 15m].
+	// (RunSweeper) gives them back; 0 means DefaultHoldTTL (15m).
 	HoldTTL time.Duration
 	// Cache is the client of the caches' Redis. Service adds the fault
 	// injection hook to it.
@@ -260,10 +261,24 @@ func (s *Service) UpdateProduct(ctx context.Context, id int64, patch ProductPatc
 var ErrStaleCache = errors.New("catalog: cache invalidation failed")
 
 // SetStock sets a product's stock and stocks the warehouse with what is not
-// reserved (Store.SetStock): the stocktake that repairs the warehouse's
-// count after writes were lost.
+// reserved (Store.SetStock), under the product's guard as a reservation
+// is: the stocktake that repairs the warehouse's count after writes were
+// lost. Run it when the product has no reservation in flight whose lock
+// may have been lost (docs/api.md).
 func (s *Service) SetStock(ctx context.Context, productID int64, stock int) (Inventory, error) {
-	return s.store.SetStock(ctx, productID, stock)
+	if _, err := s.Product(ctx, productID); err != nil { // no lock for a made-up id
+		return Inventory{}, err
+	}
+	g, err := s.guard(ctx, productID)
+	if err != nil {
+		return Inventory{}, err
+	}
+	defer g.release()
+	inv, err := s.store.SetStock(g.ctx, productID, stock, g.fence)
+	if errors.Is(err, pgfence.ErrStaleToken) || (err != nil && g.lost()) {
+		err = fmt.Errorf("%w: %w", ErrFenced, err)
+	}
+	return inv, err
 }
 
 // Inventory returns a product's stock, not cached: it changes with every

@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stampede-lab/stampede/internal/lockx/pgfence"
 )
 
 // Errors the store returns, wrapped: test them with errors.Is. A write
@@ -387,21 +389,41 @@ func (s *Store) Inventory(ctx context.Context, productID int64) (Inventory, erro
 // MaxStock is the largest stock SetStock accepts.
 const MaxStock = 1_000_000
 
-// SetStock sets a product's stock, as a stocktake would, and stocks the
-// warehouse with what is not reserved (stock - reserved; the schema's
-// trigger), whatever it held. It returns the inventory after, ErrNotFound
-// for an unknown product and ErrInvalidArgument for a stock outside
-// 0..MaxStock. Observed as the inventory query.
-func (s *Store) SetStock(ctx context.Context, productID int64, stock int) (Inventory, error) {
+// SetStock sets a product's stock, as a stocktake would, in one
+// transaction: the warehouse is stocked with what is not reserved (stock -
+// reserved; the schema's trigger), whatever it held, and takes that no
+// reservation holds (their catalog commit failed) are voided, so that a
+// retry takes its units again. A checked fence claims the warehouse row
+// first, so that a holder of an older token cannot write over the count
+// afterwards. It returns the inventory after, ErrNotFound for an unknown
+// product and ErrInvalidArgument for a stock outside 0..MaxStock. Observed
+// as the inventory query.
+func (s *Store) SetStock(ctx context.Context, productID int64, stock int, f Fence) (Inventory, error) {
 	if stock < 0 || stock > MaxStock {
 		return Inventory{}, fmt.Errorf("catalog: %w: stock must be within 0..%d, got %d", ErrInvalidArgument, MaxStock, stock)
 	}
 	err := s.run(ctx, QueryInventory, func() error {
-		tag, err := s.db.Exec(ctx, "UPDATE inventory SET stock = $2, updated_at = now() WHERE product_id = $1", productID, stock)
-		if err == nil && tag.RowsAffected() == 0 {
-			err = fmt.Errorf("inventory of product %d: %w", productID, ErrNotFound)
-		}
-		return err
+		return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+			if f.Checked {
+				err := pgfence.Claim(ctx, tx, warehouseRow(productID), f.Token)
+				if errors.Is(err, pgfence.ErrNoRow) {
+					return fmt.Errorf("warehouse of product %d: %w", productID, ErrNotFound)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			tag, err := tx.Exec(ctx, "UPDATE inventory SET stock = $2, updated_at = now() WHERE product_id = $1", productID, stock)
+			if err == nil && tag.RowsAffected() == 0 {
+				return fmt.Errorf("inventory of product %d: %w", productID, ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `DELETE FROM warehouse_moves m WHERE m.product_id = $1 AND m.move_key LIKE 'take:%'
+				AND NOT EXISTS (SELECT FROM reservations r WHERE 'take:' || r.idempotency_key = m.move_key)`, productID)
+			return err
+		})
 	})
 	if err != nil {
 		return Inventory{}, err

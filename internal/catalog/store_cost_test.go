@@ -137,7 +137,7 @@ func BenchmarkQueryCosts(b *testing.B) {
 		{"inventory", "one inventory row", func(i int) error { _, err := s.Inventory(ctx, pid(i)); return err }},
 		{"reserve", "one unit, new key (transaction: key lookup, insert, fenced warehouse read and write, reserved update)", func(i int) error {
 			r, _, err := s.Reserve(ctx, Hold{ProductID: pid(i), Quantity: 1, IdempotencyKey: "cost-" + strconv.Itoa(i), Token: 1}, func(ctx context.Context) error {
-				return w.Take(ctx, pid(i), 1, fence, nil)
+				return w.Take(ctx, Move{Key: TakeKey("cost-" + strconv.Itoa(i)), ProductID: pid(i), Units: 1}, fence, nil)
 			})
 			if err == nil {
 				reservations = append(reservations, r.ID)
@@ -153,7 +153,7 @@ func BenchmarkQueryCosts(b *testing.B) {
 			}
 			id := reservations[i%len(reservations)]
 			_, err := s.CancelReservation(ctx, id, 1, func(ctx context.Context, r Reservation) error {
-				return w.Give(ctx, r.ProductID, r.Quantity, fence)
+				return w.Give(ctx, Move{Key: GiveKey(r.ID), ProductID: r.ProductID, Units: r.Quantity}, fence)
 			})
 			return err
 		}},

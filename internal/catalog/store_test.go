@@ -62,13 +62,15 @@ func seededReservingStore(t *testing.T, obs catalog.Observer) (*reservingStore, 
 func (s *reservingStore) Reserve(ctx context.Context, productID int64, qty int, key string, token int64) (catalog.Reservation, bool, error) {
 	h := catalog.Hold{ProductID: productID, Quantity: qty, IdempotencyKey: key, Token: token}
 	return s.Store.Reserve(ctx, h, func(ctx context.Context) error {
-		return s.w.Take(ctx, productID, qty, catalog.Fence{Token: token, Checked: true}, nil)
+		m := catalog.Move{Key: catalog.TakeKey(key), ProductID: productID, Units: qty}
+		return s.w.Take(ctx, m, catalog.Fence{Token: token, Checked: true}, nil)
 	})
 }
 
 func (s *reservingStore) CancelReservation(ctx context.Context, id, token int64) (catalog.Reservation, error) {
 	return s.Store.CancelReservation(ctx, id, token, func(ctx context.Context, r catalog.Reservation) error {
-		return s.w.Give(ctx, r.ProductID, r.Quantity, catalog.Fence{Token: token, Checked: true})
+		m := catalog.Move{Key: catalog.GiveKey(r.ID), ProductID: r.ProductID, Units: r.Quantity}
+		return s.w.Give(ctx, m, catalog.Fence{Token: token, Checked: true})
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,25 +48,95 @@ type Fence struct {
 	Checked bool
 }
 
-// Read returns how many units of the product are free. A checked fence
-// makes the read count as an access by its token: it is refused with an
-// error matching pgfence.ErrStaleToken when a newer token has accessed the
-// product, and refuses older tokens from then on, so that a holder whose
-// lock was lost cannot write a count it read before the next holder's.
-// An unknown product gives ErrNotFound.
-func (w *Warehouse) Read(ctx context.Context, productID int64, f Fence) (units int, err error) {
-	err = w.run(ctx, QueryWarehouseRead, productID, f, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, "SELECT available FROM warehouse WHERE product_id = $1", productID).Scan(&units)
-	})
-	return units, err
+// Move is units moving between the warehouse and a reservation. Key names
+// the move: the warehouse applies each key once, so a retried move is not
+// applied twice.
+type Move struct {
+	Key       string
+	ProductID int64
+	Units     int
 }
 
-// Write sets the product's free units to units, an absolute value. A
-// checked fence refuses the write, as Read does, when a newer token has
-// accessed the product.
-func (w *Warehouse) Write(ctx context.Context, productID int64, units int, f Fence) error {
-	return w.run(ctx, QueryWarehouseWrite, productID, f, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, "UPDATE warehouse SET available = $2, updated_at = now() WHERE product_id = $1", productID, units)
+// TakeKey and GiveKey are the move keys of a reservation's take (by its
+// idempotency key, so that a retried request finds its take) and of its
+// give (by its id).
+func TakeKey(idempotencyKey string) string { return "take:" + idempotencyKey }
+
+// GiveKey is the move key of the give that ends reservation id.
+func GiveKey(id int64) string { return "give:" + strconv.FormatInt(id, 10) }
+
+// Take takes m.Units units of m.ProductID as a client of an outside
+// warehouse must: it reads the free count and writes it less the units, two
+// calls, so only the caller's guard keeps another Take from running between
+// them. between, if not nil, runs after the read. A move already applied
+// (its Key seen) returns nil and writes nothing; one applied with other
+// units or to another product gives ErrIdempotencyMismatch. Fewer free units than
+// m.Units give ErrInsufficientStock, and nothing is written.
+//
+// A checked fence makes each call an access by its token: it is refused
+// with an error matching pgfence.ErrStaleToken when a newer token has
+// accessed the product, and refuses older tokens from then on, so that a
+// holder whose lock was lost cannot write a count it read before the next
+// holder's. An unknown product gives ErrNotFound.
+func (w *Warehouse) Take(ctx context.Context, m Move, f Fence, between func()) error {
+	free, applied, err := w.read(ctx, m, f)
+	if err != nil || applied {
+		return err
+	}
+	if free < m.Units {
+		return fmt.Errorf("product %d, %d wanted, %d free: %w", m.ProductID, m.Units, free, ErrInsufficientStock)
+	}
+	if between != nil {
+		between()
+	}
+	return w.write(ctx, m, free-m.Units, f)
+}
+
+// Give returns m.Units units of m.ProductID: it reads the free count and
+// writes it plus the units, guarded by the caller, fenced and applied once
+// as Take is.
+func (w *Warehouse) Give(ctx context.Context, m Move, f Fence) error {
+	free, applied, err := w.read(ctx, m, f)
+	if err != nil || applied {
+		return err
+	}
+	return w.write(ctx, m, free+m.Units, f)
+}
+
+// read returns the free units of the move's product and whether the move
+// was applied already; a move applied with other units or to another
+// product gives ErrIdempotencyMismatch.
+func (w *Warehouse) read(ctx context.Context, m Move, f Fence) (free int, applied bool, err error) {
+	var (
+		product *int64
+		units   *int
+	)
+	err = w.run(ctx, QueryWarehouseRead, m.ProductID, f, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `SELECT w.available, m.product_id, m.units
+			FROM warehouse w LEFT JOIN warehouse_moves m ON m.move_key = $2 WHERE w.product_id = $1`,
+			m.ProductID, m.Key).Scan(&free, &product, &units)
+	})
+	switch {
+	case err != nil || product == nil:
+		return free, false, err
+	case *product != m.ProductID || *units != m.Units:
+		return 0, false, fmt.Errorf("%w: the warehouse moved %d of product %d under %q, the request moves %d of product %d",
+			ErrIdempotencyMismatch, *units, *product, m.Key, m.Units, m.ProductID)
+	}
+	return free, true, nil
+}
+
+// write sets the free units of the move's product to units, an absolute
+// value, and records the move, in one transaction; a move recorded
+// meanwhile leaves the count as it is.
+func (w *Warehouse) write(ctx context.Context, m Move, units int, f Fence) error {
+	return w.run(ctx, QueryWarehouseWrite, m.ProductID, f, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO warehouse_moves (move_key, product_id, units) VALUES ($1, $2, $3)
+			ON CONFLICT (move_key) DO NOTHING`, m.Key, m.ProductID, m.Units)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		tag, err = tx.Exec(ctx, "UPDATE warehouse SET available = $2, updated_at = now() WHERE product_id = $1", m.ProductID, units)
 		if err == nil && tag.RowsAffected() == 0 {
 			err = pgx.ErrNoRows
 		}
@@ -73,33 +144,9 @@ func (w *Warehouse) Write(ctx context.Context, productID int64, units int, f Fen
 	})
 }
 
-// Take takes qty units of a product as a client of an outside warehouse
-// must: it reads the free count and writes it less qty, two calls, so only
-// the caller's guard keeps another Take from running between them. between,
-// if not nil, runs after the read. Fewer than qty free units give
-// ErrInsufficientStock, and nothing is written.
-func (w *Warehouse) Take(ctx context.Context, productID int64, qty int, f Fence, between func()) error {
-	free, err := w.Read(ctx, productID, f)
-	if err != nil {
-		return err
-	}
-	if free < qty {
-		return fmt.Errorf("product %d, %d wanted, %d free: %w", productID, qty, free, ErrInsufficientStock)
-	}
-	if between != nil {
-		between()
-	}
-	return w.Write(ctx, productID, free-qty, f)
-}
-
-// Give returns qty units of a product: it reads the free count and writes
-// it plus qty, guarded by the caller as Take is.
-func (w *Warehouse) Give(ctx context.Context, productID int64, qty int, f Fence) error {
-	free, err := w.Read(ctx, productID, f)
-	if err != nil {
-		return err
-	}
-	return w.Write(ctx, productID, free+qty, f)
+// warehouseRow is a product's fenced row in the warehouse.
+func warehouseRow(productID int64) pgfence.Row {
+	return pgfence.Row{Table: "warehouse", KeyColumn: "product_id", TokenColumn: "fence_token", Key: productID}
 }
 
 // run runs f in a transaction of its own, after claiming the product's row
@@ -108,7 +155,7 @@ func (w *Warehouse) run(ctx context.Context, q string, productID int64, f Fence,
 	start := time.Now()
 	err := pgx.BeginFunc(ctx, w.db, func(tx pgx.Tx) error {
 		if f.Checked {
-			if err := pgfence.Claim(ctx, tx, pgfence.Row{Table: "warehouse", KeyColumn: "product_id", TokenColumn: "fence_token", Key: productID}, f.Token); err != nil {
+			if err := pgfence.Claim(ctx, tx, warehouseRow(productID), f.Token); err != nil {
 				return err
 			}
 		}
