@@ -312,7 +312,7 @@ func TestAdminSetStock(t *testing.T) {
 		checkProblem(t, rec, map[string]int{"/problems/invalid-parameter": 422, "/problems/bad-request": 400}[typ], typ)
 	}
 	checkProblem(t, a.admin(http.MethodPut, "/admin/inventory/999999", `{"stock": 1}`), http.StatusNotFound, "/problems/not-found")
-	if keys := a.redis.Client().Keys(context.Background(), "*999999*").Val(); len(keys) != 0 {
+	if keys := a.redis.Client().Keys(context.Background(), "*lockx*999999*").Val(); len(keys) != 0 {
 		t.Errorf("a stocktake of an unknown product left lock keys %q", keys)
 	}
 }
