@@ -91,10 +91,11 @@ func (h *handlers) openapi(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(openAPI)
 }
 
-// parseID reads a positive integer id.
+// parseID reads a positive integer id, written one way only (no sign, no
+// leading zeros), so that each resource has one URL.
 func parseID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id <= 0 {
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != s {
 		return 0, fmt.Errorf("id %q is not a positive integer", truncate(s))
 	}
 	return id, nil
