@@ -16,6 +16,11 @@ test: ## go vet, then every test with the race detector against real Redis and P
 test-short: ## the tests that need no servers (go test -short)
 	$(GO) test -short -count=1 ./...
 
+DURATION ?= 2m
+.PHONY: torture
+torture: ## the fault-injection checker: lock and reserve workloads against real servers (DURATION=2m, SEED=random)
+	$(GO) run ./cmd/torture -duration $(DURATION) $(if $(SEED),-seed $(SEED))
+
 .PHONY: dashboards
 dashboards: ## regenerate the Grafana dashboards in dashboards/generated from the Go definitions (commit the result)
 	$(GO) run ./dashboards/cmd/gendashboards

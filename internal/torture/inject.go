@@ -24,6 +24,9 @@ type injector struct {
 	nodes       []*testenv.RedisNode
 	px          *proxies
 	clientPause atomic.Int32 // > 0 while a client_pause fault is on
+	// onClientPause, if set, is told when client pauses start and stop
+	// (the reserve workload turns the API's pause knob).
+	onClientPause func(on bool)
 }
 
 func (in *injector) begin(f Fault) error {
@@ -43,7 +46,9 @@ func (in *injector) begin(f Fault) error {
 	case FaultSnapshot:
 		return in.env.Setup(in.nodes[f.Node].Snapshot)
 	case FaultClientPause:
-		in.clientPause.Add(1)
+		if in.clientPause.Add(1) == 1 && in.onClientPause != nil {
+			in.onClientPause(true)
+		}
 	}
 	return nil
 }
@@ -57,7 +62,9 @@ func (in *injector) end(f Fault) error {
 	case FaultSnapshot:
 		return in.env.Setup(in.nodes[f.Node].RestartFromSnapshot)
 	case FaultClientPause:
-		in.clientPause.Add(-1)
+		if in.clientPause.Add(-1) == 0 && in.onClientPause != nil {
+			in.onClientPause(false)
+		}
 	default:
 		in.px.clear(f.Node)
 	}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/stampede-lab/stampede/internal/catalog"
+	"github.com/stampede-lab/stampede/internal/torture"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitAnomaly = 1
+	exitSetup   = 2
+)
+
+// run parses args, runs the workloads in turn and returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("torture", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		seed     = fs.Uint64("seed", 0, "seed of the fault schedule and the workloads; 0 draws one (printed first, to rerun a failure)")
+		duration = fs.Duration("duration", 2*time.Minute, "how long to run, shared by the workloads")
+		workload = fs.String("workload", "all", "lock, reserve or all")
+		out      = fs.String("out", "torture-out", "directory for summary.json and, on a failure, the linearizability visualisation")
+		unsafe   = fs.Bool("unsafe", false, "check the checker: the lock workload without fencing at the register, the reserve workload in unsafe reservation mode; anomalies are expected")
+	)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitSetup
+	}
+	if *seed == 0 {
+		*seed = rand.Uint64()
+	}
+	type step struct {
+		name string
+		run  func(context.Context, time.Duration) (*torture.Result, error)
+	}
+	mode := catalog.ModeFenced
+	if *unsafe {
+		mode = catalog.ModeUnsafe
+	}
+	lock := func(nodes int) step {
+		return step{fmt.Sprintf("lock, %d node(s)", nodes), func(ctx context.Context, d time.Duration) (*torture.Result, error) {
+			return torture.RunLock(ctx, torture.LockConfig{Seed: *seed, Duration: d, Nodes: nodes, Unsafe: *unsafe})
+		}}
+	}
+	reserve := step{"reserve", func(ctx context.Context, d time.Duration) (*torture.Result, error) {
+		return torture.RunReserve(ctx, torture.ReserveConfig{Seed: *seed, Duration: d, Mode: mode, OutDir: *out})
+	}}
+	var steps []step
+	switch *workload {
+	case "lock":
+		steps = []step{lock(1), lock(3), lock(5)}
+	case "reserve":
+		steps = []step{reserve}
+	case "all":
+		steps = []step{lock(1), lock(3), lock(5), reserve}
+	default:
+		fmt.Fprintf(stderr, "torture: -workload %q: want lock, reserve or all\n", *workload)
+		return exitSetup
+	}
+	each := *duration / time.Duration(len(steps))
+	if each < 5*time.Second {
+		fmt.Fprintf(stderr, "torture: -duration %v gives each of %d runs less than 5s\n", *duration, len(steps))
+		return exitSetup
+	}
+	fmt.Fprintf(stdout, "torture: seed %d, %v per run (rerun: torture -seed %d -duration %v -workload %s)\n",
+		*seed, each, *seed, *duration, *workload)
+
+	var results []*torture.Result
+	anomalies := 0
+	for _, s := range steps {
+		fmt.Fprintf(stdout, "torture: %s ...\n", s.name)
+		stop := progress(stdout, s.name, each)
+		res, err := s.run(ctx, each)
+		stop()
+		if err != nil {
+			fmt.Fprintln(stderr, "torture:", err)
+			return exitSetup
+		}
+		res.Print(stdout)
+		results = append(results, res)
+		anomalies += len(res.Anomalies)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	path, err := torture.WriteSummary(*out, results)
+	if err != nil {
+		fmt.Fprintln(stderr, "torture:", err)
+		return exitSetup
+	}
+	fmt.Fprintf(stdout, "torture: %d anomalies; summary %s\n", anomalies, path)
+	if anomalies > 0 {
+		return exitAnomaly
+	}
+	return exitOK
+}
+
+// progress prints a line every 10 s while a run goes on.
+func progress(w io.Writer, name string, d time.Duration) (stop func()) {
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(w, "torture: %s %v / %v\n", name, time.Since(start).Round(time.Second), d)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
