@@ -27,9 +27,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
 		seed     = fs.Uint64("seed", 0, "seed of the fault schedule and the workloads; 0 draws one (printed first, to rerun a failure)")
 		duration = fs.Duration("duration", 2*time.Minute, "how long to run, shared by the workloads")
-		workload = fs.String("workload", "all", "lock, reserve or all")
+		workload = fs.String("workload", "all", "lock, cache, reserve or all")
 		out      = fs.String("out", "torture-out", "directory for summary.json and, on a failure, the linearizability visualisation")
-		unsafe   = fs.Bool("unsafe", false, "check the checker: the lock workload without fencing at the register, the reserve workload in unsafe reservation mode; anomalies are expected")
+		unsafe   = fs.Bool("unsafe", false, "check the checker: the lock workload without fencing at the register, the cache workload through a naive unguarded cache, the reserve workload in unsafe reservation mode; anomalies are expected")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -53,6 +53,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return torture.RunLock(ctx, torture.LockConfig{Seed: *seed, Duration: d, Nodes: nodes, Unsafe: *unsafe})
 		}}
 	}
+	cache := step{"cache", func(ctx context.Context, d time.Duration) (*torture.Result, error) {
+		return torture.RunCache(ctx, torture.CacheConfig{Seed: *seed, Duration: d, Unsafe: *unsafe})
+	}}
 	reserve := step{"reserve", func(ctx context.Context, d time.Duration) (*torture.Result, error) {
 		return torture.RunReserve(ctx, torture.ReserveConfig{Seed: *seed, Duration: d, Mode: mode, OutDir: *out})
 	}}
@@ -60,12 +63,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch *workload {
 	case "lock":
 		steps = []step{lock(1), lock(3), lock(5)}
+	case "cache":
+		steps = []step{cache}
 	case "reserve":
 		steps = []step{reserve}
 	case "all":
-		steps = []step{lock(1), lock(3), lock(5), reserve}
+		steps = []step{lock(1), lock(3), lock(5), cache, reserve}
 	default:
-		fmt.Fprintf(stderr, "torture: -workload %q: want lock, reserve or all\n", *workload)
+		fmt.Fprintf(stderr, "torture: -workload %q: want lock, cache, reserve or all\n", *workload)
 		return exitSetup
 	}
 	each := *duration / time.Duration(len(steps))

@@ -116,7 +116,7 @@ func RunLock(ctx context.Context, cfg LockConfig) (*Result, error) {
 
 	faults := cfg.Faults
 	if faults == nil {
-		faults = NewSchedule(cfg.Seed, cfg.Duration, cfg.Nodes)
+		faults = NewSchedule(cfg.Seed, cfg.Duration, cfg.Nodes, nil)
 	}
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
@@ -168,7 +168,7 @@ func RunLock(ctx context.Context, cfg LockConfig) (*Result, error) {
 	res.Ops["writes_accepted"] = len(writes)
 	res.Anomalies = append(res.Anomalies, checkRegister(writes)...)
 	res.Anomalies = append(res.Anomalies, checkLossTiming(acqs, cfg.TTL)...)
-	res.Anomalies = append(res.Anomalies, checkProgress(acqs, recs, start, time.Now())...)
+	res.Anomalies = capAnomalies(append(res.Anomalies, checkProgress(acqs, recs, start, time.Now())...))
 	return res, nil
 }
 

@@ -102,7 +102,7 @@ func RunReserve(ctx context.Context, cfg ReserveConfig) (*Result, error) {
 
 	faults := cfg.Faults
 	if faults == nil {
-		faults = NewSchedule(cfg.Seed, cfg.Duration, reserveNodes)
+		faults = NewSchedule(cfg.Seed, cfg.Duration, reserveNodes, nil)
 	}
 	inj := &injector{env: env, nodes: nodes, px: px, onClientPause: func(on bool) {
 		f := catalog.Faults{}

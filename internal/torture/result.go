@@ -19,6 +19,29 @@ type Anomaly struct {
 	Excerpt []string `json:"excerpt,omitempty"`
 }
 
+// maxAnomalies is how many anomalies of one check a result keeps; the
+// first ones show the defect, the count says how often it struck.
+const maxAnomalies = 20
+
+// capAnomalies keeps the first maxAnomalies of each check and one more
+// saying how many were left out.
+func capAnomalies(as []Anomaly) []Anomaly {
+	seen := map[string]int{}
+	var out []Anomaly
+	for _, a := range as {
+		seen[a.Check]++
+		if seen[a.Check] <= maxAnomalies {
+			out = append(out, a)
+		}
+	}
+	for check, n := range seen {
+		if n > maxAnomalies {
+			out = append(out, Anomaly{Check: check, Detail: fmt.Sprintf("%d more like these left out", n-maxAnomalies)})
+		}
+	}
+	return out
+}
+
 // Result is what a workload did and found, written as summary.json.
 type Result struct {
 	Workload  string         `json:"workload"`

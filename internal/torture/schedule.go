@@ -43,13 +43,15 @@ func (f Fault) String() string {
 }
 
 // NewSchedule returns the faults of a run of length d on nodes servers:
-// one starts every 0.3 to 1.5 s and lasts 0.3 to 2 s, of a kind and on a
-// server drawn at random, never two at once on one server, and none in the
-// last 2 s so the run ends healthy. The same seed, d and nodes give the
-// same schedule.
-func NewSchedule(seed uint64, d time.Duration, nodes int) []Fault {
+// one starts every 0.3 to 1.5 s and lasts 0.3 to 2 s, of one of kinds (nil:
+// Kinds()) and on a server drawn at random, never two at once on one
+// server, and none in the last 2 s so the run ends healthy. The same
+// arguments give the same schedule.
+func NewSchedule(seed uint64, d time.Duration, nodes int, kinds []Kind) []Fault {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	kinds := Kinds()
+	if kinds == nil {
+		kinds = Kinds()
+	}
 	busy := make([]time.Duration, nodes)
 	var out []Fault
 	between := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo))) }

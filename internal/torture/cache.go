@@ -1,0 +1,254 @@
+package torture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-lab/stampede/internal/cachex"
+	"github.com/stampede-lab/stampede/internal/testenv"
+)
+
+// CacheConfig is a run of the cache workload: writers update rows in
+// Postgres and invalidate them; readers read them through two cachex
+// instances whose clocks disagree by Skew, over one Redis behind a proxy.
+type CacheConfig struct {
+	Seed     uint64
+	Duration time.Duration
+	// Keys are the rows; Readers and Writers the goroutines.
+	Keys, Readers, Writers int
+	// TTL of the cache; Skew is how far the second instance's clock runs
+	// ahead of the first's.
+	TTL, Skew time.Duration
+	// Unsafe reads through a naive cache instead: on a miss it loads, waits
+	// and writes the value back with a plain SET, unguarded; the checker must
+	// then find stale reads after invalidations.
+	Unsafe bool
+	// Faults, when not nil, replaces the schedule drawn from Seed.
+	Faults []Fault
+}
+
+func (c *CacheConfig) defaults() {
+	if c.Keys == 0 {
+		c.Keys = 5
+	}
+	if c.Readers == 0 {
+		c.Readers = 6
+	}
+	if c.Writers == 0 {
+		c.Writers = 2
+	}
+	if c.TTL == 0 {
+		c.TTL = 2 * time.Second
+	}
+	if c.Skew == 0 {
+		c.Skew = 1500 * time.Millisecond
+	}
+}
+
+// cacheOp is one recorded read or write.
+type cacheOp struct {
+	key        int
+	write      bool
+	version    int64 // written, or read
+	start, end time.Time
+	err        error
+}
+
+// RunCache runs the cache workload and checks its history: a read that
+// began after an Invalidate returned never returns a version older than the
+// write before it, and no Redis fault surfaces as a read error.
+func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
+	cfg.defaults()
+	env := &Env{}
+	defer env.Close()
+	var (
+		nodes []*testenv.RedisNode
+		db    *pgxpool.Pool
+	)
+	if err := env.Setup(func() { nodes = testenv.RedisNodes(env, 1); db = testenv.Postgres(env) }); err != nil {
+		return nil, err
+	}
+	if _, err := db.Exec(ctx, `CREATE TABLE torture_items (id integer PRIMARY KEY, version bigint NOT NULL DEFAULT 0);
+		INSERT INTO torture_items (id) SELECT generate_series(0, `+strconv.Itoa(cfg.Keys-1)+`);`); err != nil {
+		return nil, fmt.Errorf("%w: items: %v", ErrSetup, err)
+	}
+	px := newProxies()
+	defer px.close()
+	addr, err := px.add("cache", nodes[0].Addr())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSetup, err)
+	}
+	var readers []func(context.Context, int, func(context.Context) (int64, error)) (int64, error)
+	var invalidate func(context.Context, int) error
+	for i := range 2 {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1,
+			DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond})
+		defer rdb.Close()
+		skew := time.Duration(i) * cfg.Skew
+		c, err := cachex.New(rdb, cachex.JSON[int64]{}, cachex.Options{Name: "torture" + strconv.Itoa(i), Prefix: "torture:",
+			TTL: cfg.TTL, Timeout: 100 * time.Millisecond, Now: func() time.Time { return time.Now().Add(skew) }})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrSetup, err)
+		}
+		defer c.Close()
+		if cfg.Unsafe {
+			readers = append(readers, naiveReader(rdb, cfg.TTL))
+		} else {
+			readers = append(readers, func(ctx context.Context, key int, load func(context.Context) (int64, error)) (int64, error) {
+				return c.Get(ctx, strconv.Itoa(key), load)
+			})
+		}
+		if invalidate == nil {
+			invalidate = func(ctx context.Context, key int) error {
+				if cfg.Unsafe {
+					return rdb.Del(ctx, "naive:"+strconv.Itoa(key)).Err()
+				}
+				return c.Invalidate(ctx, strconv.Itoa(key))
+			}
+		}
+	}
+	in := &injector{env: env, nodes: nodes, px: px}
+	faults := cfg.Faults
+	if faults == nil {
+		// Not snapshot: a cache server restored from an old snapshot serves
+		// what it held then, which no client can tell from a fresh value
+		// (docs/torture.md). Not client_pause: the readers hold no lock.
+		faults = NewSchedule(cfg.Seed, cfg.Duration, 1, []Kind{FaultLatency, FaultTimeout, FaultResetPeer,
+			FaultSlowClose, FaultBandwidth, FaultPause, FaultRestart})
+	}
+
+	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
+	defer stop()
+	start := time.Now()
+	var (
+		mu  sync.Mutex
+		ops []cacheOp
+		wg  sync.WaitGroup
+	)
+	record := func(op cacheOp) { mu.Lock(); ops = append(ops, op); mu.Unlock() }
+	for w := range cfg.Writers {
+		r := rand.New(rand.NewPCG(cfg.Seed, uint64(1000+w)))
+		wg.Go(func() {
+			for runCtx.Err() == nil {
+				op := cacheOp{key: r.IntN(cfg.Keys), write: true, start: time.Now()}
+				if err := db.QueryRow(runCtx, "UPDATE torture_items SET version = version + 1 WHERE id = $1 RETURNING version", op.key).Scan(&op.version); err != nil {
+					continue
+				}
+				// Invalidate until it succeeds, as a writer must: its write
+				// counts for the check only from then on.
+				for {
+					if op.err = invalidate(runCtx, op.key); op.err == nil || runCtx.Err() != nil {
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				op.end = time.Now()
+				if op.err == nil {
+					record(op)
+				}
+				time.Sleep(time.Duration(r.IntN(100)) * time.Millisecond)
+			}
+		})
+	}
+	for i := range cfg.Readers {
+		r := rand.New(rand.NewPCG(cfg.Seed, uint64(i)))
+		read := readers[i%len(readers)]
+		wg.Go(func() {
+			for runCtx.Err() == nil {
+				op := cacheOp{key: r.IntN(cfg.Keys), start: time.Now()}
+				op.version, op.err = read(runCtx, op.key, func(ctx context.Context) (int64, error) {
+					var v int64
+					err := db.QueryRow(ctx, "SELECT version FROM torture_items WHERE id = $1", op.key).Scan(&v)
+					return v, err
+				})
+				op.end = time.Now()
+				if runCtx.Err() == nil {
+					record(op)
+				}
+				time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
+			}
+		})
+	}
+	recs := in.run(runCtx, start, faults)
+	wg.Wait()
+
+	res := &Result{Workload: "cache", Seed: cfg.Seed, Duration: time.Since(start), Faults: recs, Ops: map[string]int{},
+		Checks: []string{"no stale read after an invalidation", "no Redis fault surfaces as a read error"}}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, op := range ops {
+		switch {
+		case op.write:
+			res.Ops["write"]++
+		case op.err != nil:
+			res.Ops["read_error"]++
+		default:
+			res.Ops["read"]++
+		}
+	}
+	res.Anomalies = capAnomalies(checkCache(ops))
+	return res, nil
+}
+
+// naiveReader is the cache the checker must catch: read Redis; on a miss,
+// load, wait a little (as a slow loader would) and write the value back with
+// a plain SET, even if the row changed and was invalidated meanwhile.
+func naiveReader(rdb *redis.Client, ttl time.Duration) func(context.Context, int, func(context.Context) (int64, error)) (int64, error) {
+	return func(ctx context.Context, key int, load func(context.Context) (int64, error)) (int64, error) {
+		k := "naive:" + strconv.Itoa(key)
+		if v, err := rdb.Get(ctx, k).Int64(); err == nil {
+			return v, nil
+		}
+		v, err := load(ctx)
+		if err != nil {
+			return 0, err
+		}
+		time.Sleep(30 * time.Millisecond)
+		_ = rdb.Set(ctx, k, v, ttl).Err()
+		return v, nil
+	}
+}
+
+// checkCache checks every read against the writes whose invalidation had
+// returned before the read began.
+func checkCache(ops []cacheOp) []Anomaly {
+	var out []Anomaly
+	writes := map[int][]cacheOp{}
+	for _, op := range ops {
+		if op.write {
+			writes[op.key] = append(writes[op.key], op)
+		}
+	}
+	for _, op := range ops {
+		if op.write {
+			continue
+		}
+		if op.err != nil {
+			if !errors.Is(op.err, context.Canceled) && !errors.Is(op.err, context.DeadlineExceeded) {
+				out = append(out, Anomaly{Check: "no Redis fault surfaces as a read error",
+					Detail: fmt.Sprintf("key %d: read failed: %v", op.key, op.err)})
+			}
+			continue
+		}
+		var newest *cacheOp
+		for i, w := range writes[op.key] {
+			if w.end.Before(op.start) && (newest == nil || w.version > newest.version) {
+				newest = &writes[op.key][i]
+			}
+		}
+		if newest != nil && op.version < newest.version {
+			out = append(out, Anomaly{Check: "no stale read after an invalidation",
+				Detail: fmt.Sprintf("key %d: a read begun at %s returned version %d; version %d was written and invalidated by %s",
+					op.key, op.start.Format(time.StampMicro), op.version, newest.version, newest.end.Format(time.StampMicro))})
+		}
+	}
+	return out
+}
