@@ -129,9 +129,10 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 	defer stop()
 	start := time.Now()
 	var (
-		mu  sync.Mutex
-		ops []cacheOp
-		wg  sync.WaitGroup
+		mu    sync.Mutex
+		ops   []cacheOp
+		loads []cacheOp // every call of the loader: key and start
+		wg    sync.WaitGroup
 	)
 	record := func(op cacheOp) { mu.Lock(); ops = append(ops, op); mu.Unlock() }
 	for w := range cfg.Writers {
@@ -165,6 +166,9 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 			for runCtx.Err() == nil {
 				op := cacheOp{key: r.IntN(cfg.Keys), start: time.Now()}
 				op.version, op.err = read(runCtx, op.key, func(ctx context.Context) (int64, error) {
+					mu.Lock()
+					loads = append(loads, cacheOp{key: op.key, start: time.Now()})
+					mu.Unlock()
 					var v int64
 					err := db.QueryRow(ctx, "SELECT version FROM torture_items WHERE id = $1", op.key).Scan(&v)
 					return v, err
@@ -181,7 +185,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 	wg.Wait()
 
 	res := &Result{Workload: "cache", Seed: cfg.Seed, Duration: time.Since(start), Faults: recs, Ops: map[string]int{},
-		Checks: []string{"no stale read after an invalidation", "no Redis fault surfaces as a read error"}}
+		Checks: []string{"no stale read after an invalidation", "no Redis fault surfaces as a read error", "about one recompute per key per TTL while healthy"}}
 	mu.Lock()
 	defer mu.Unlock()
 	for _, op := range ops {
@@ -194,7 +198,9 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 			res.Ops["read"]++
 		}
 	}
-	res.Anomalies = capAnomalies(checkCache(ops))
+	quiet, recomputes := checkRecomputes(ops, loads, recs, start, time.Now(), cfg.TTL)
+	res.Ops["load"], res.Ops["quiet_ttl_windows"] = len(loads), quiet
+	res.Anomalies = capAnomalies(append(checkCache(ops), recomputes...))
 	return res, nil
 }
 
@@ -251,4 +257,43 @@ func checkCache(ops []cacheOp) []Anomaly {
 		}
 	}
 	return out
+}
+
+// checkRecomputes checks that, in every TTL window with no fault on or just
+// over, each key was loaded at most twice plus twice for each invalidation of
+// it in the window (one for the invalidation, one for a read that raced it),
+// across both instances: the cache's lease lets one load run for all.
+func checkRecomputes(ops, loads []cacheOp, faults []FaultRecord, start, end time.Time, ttl time.Duration) (quietWindows int, out []Anomaly) {
+	for from := start; from.Add(ttl).Before(end); from = from.Add(ttl) {
+		to := from.Add(ttl)
+		quiet := true
+		for _, f := range faults {
+			if !f.Began.IsZero() && f.Began.Before(to) && f.Ended.Add(2*time.Second).After(from) {
+				quiet = false
+			}
+		}
+		if !quiet {
+			continue
+		}
+		quietWindows++
+		loaded, invalidated := map[int]int{}, map[int]int{}
+		for _, l := range loads {
+			if !l.start.Before(from) && l.start.Before(to) {
+				loaded[l.key]++
+			}
+		}
+		for _, op := range ops {
+			if op.write && !op.end.Before(from) && op.end.Before(to) {
+				invalidated[op.key]++
+			}
+		}
+		for key, n := range loaded {
+			if limit := 2 + 2*invalidated[key]; n > limit {
+				out = append(out, Anomaly{Check: "about one recompute per key per TTL while healthy",
+					Detail: fmt.Sprintf("key %d: %d loads from %v to %v after the start, %d invalidations: more than %d",
+						key, n, from.Sub(start).Round(time.Millisecond), to.Sub(start).Round(time.Millisecond), invalidated[key], limit)})
+			}
+		}
+	}
+	return quietWindows, out
 }

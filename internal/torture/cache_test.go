@@ -27,6 +27,22 @@ func TestCacheWorkload(t *testing.T) {
 	}
 }
 
+// TestCacheRecomputesWhileHealthy: with no fault, every TTL window is
+// checked for recomputes, and none has too many.
+func TestCacheRecomputesWhileHealthy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real servers")
+	}
+	res, err := RunCache(context.Background(), CacheConfig{Seed: 2, Duration: 6 * time.Second, Faults: []Fault{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Print(os.Stdout)
+	if len(res.Anomalies) != 0 || res.Ops["quiet_ttl_windows"] < 2 {
+		t.Errorf("a run that proves little: operations %v, faults %v", res.Ops, res.FaultsByKind())
+	}
+}
+
 // TestCacheWorkloadUnsafeIsCaught: a naive cache that writes a loaded value
 // back unguarded serves stale values after invalidations, and the checker
 // says so.
