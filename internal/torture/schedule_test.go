@@ -1,0 +1,39 @@
+package torture
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestScheduleIsSeededAndWellFormed: one seed, one schedule; another seed,
+// another; no server has two faults at once; the last 2 s are quiet; every
+// kind turns up in a long schedule.
+func TestScheduleIsSeededAndWellFormed(t *testing.T) {
+	const d = 10 * time.Minute
+	a, b := NewSchedule(7, d, 3, nil), NewSchedule(7, d, 3, nil)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("the same seed gave two schedules")
+	}
+	if reflect.DeepEqual(a, NewSchedule(8, d, 3, nil)) {
+		t.Fatal("two seeds gave one schedule")
+	}
+	busy := map[int]time.Duration{}
+	kinds := map[Kind]bool{}
+	for _, f := range a {
+		kinds[f.Kind] = true
+		if f.At+f.For > d-2*time.Second {
+			t.Errorf("%v runs into the last 2 s", f)
+		}
+		if f.Kind == FaultClientPause {
+			continue
+		}
+		if busy[f.Node] > f.At {
+			t.Errorf("%v overlaps the fault before it on its server", f)
+		}
+		busy[f.Node] = f.At + f.For
+	}
+	if len(kinds) != len(Kinds()) {
+		t.Errorf("kinds drawn: %v, want all of %v", kinds, Kinds())
+	}
+}
