@@ -17,8 +17,9 @@ import (
 )
 
 // CacheConfig is a run of the cache workload: writers update rows in
-// Postgres and invalidate them; readers read them through two cachex
-// instances whose clocks disagree by Skew, over one Redis behind a proxy.
+// Postgres and invalidate them; readers read them (Get and GetMany) through
+// two cachex instances whose clocks disagree by Skew, over a 3-master Redis
+// Cluster with a proxy in front of each master.
 type CacheConfig struct {
 	Seed     uint64
 	Duration time.Duration
@@ -34,6 +35,9 @@ type CacheConfig struct {
 	// Faults, when not nil, replaces the schedule drawn from Seed.
 	Faults []Fault
 }
+
+// cacheMasters is the size of the cache's Redis Cluster.
+const cacheMasters = 3
 
 func (c *CacheConfig) defaults() {
 	if c.Keys == 0 {
@@ -73,24 +77,38 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 		nodes []*testenv.RedisNode
 		db    *pgxpool.Pool
 	)
-	if err := env.Setup(func() { nodes = testenv.RedisNodes(env, 1); db = testenv.Postgres(env) }); err != nil {
+	if err := env.Setup(func() { nodes = testenv.RedisCluster(env, cacheMasters).Nodes; db = testenv.Postgres(env) }); err != nil {
 		return nil, err
 	}
 	if _, err := db.Exec(ctx, `CREATE TABLE torture_items (id integer PRIMARY KEY, version bigint NOT NULL DEFAULT 0);
 		INSERT INTO torture_items (id) SELECT generate_series(0, `+strconv.Itoa(cfg.Keys-1)+`);`); err != nil {
 		return nil, fmt.Errorf("%w: items: %v", ErrSetup, err)
 	}
+	// A proxy per master; the cluster client learns the masters' own
+	// addresses from the cluster and is sent through their proxies.
 	px := newProxies()
 	defer px.close()
-	addr, err := px.add("cache", nodes[0].Addr())
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSetup, err)
+	proxyOf := map[string]string{}
+	var seeds []string
+	for i, n := range nodes {
+		addr, err := px.add("cache"+strconv.Itoa(i), n.Addr())
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrSetup, err)
+		}
+		proxyOf[n.Addr()] = addr
+		seeds = append(seeds, addr)
 	}
-	var readers []func(context.Context, int, func(context.Context) (int64, error)) (int64, error)
+	var readers []cacheReader
 	var invalidate func(context.Context, int) error
 	for i := range 2 {
-		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1,
-			DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond})
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, MaxRetries: -1,
+			DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond,
+			NewClient: func(opt *redis.Options) *redis.Client {
+				if p, ok := proxyOf[opt.Addr]; ok {
+					opt.Addr = p
+				}
+				return redis.NewClient(opt)
+			}})
 		defer rdb.Close()
 		skew := time.Duration(i) * cfg.Skew
 		c, err := cachex.New(rdb, cachex.JSON[int64]{}, cachex.Options{Name: "torture" + strconv.Itoa(i), Prefix: "torture:",
@@ -102,14 +120,12 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 		if cfg.Unsafe {
 			readers = append(readers, naiveReader(rdb, cfg.TTL))
 		} else {
-			readers = append(readers, func(ctx context.Context, key int, load func(context.Context) (int64, error)) (int64, error) {
-				return c.Get(ctx, strconv.Itoa(key), load)
-			})
+			readers = append(readers, cachexReader(c))
 		}
 		if invalidate == nil {
 			invalidate = func(ctx context.Context, key int) error {
 				if cfg.Unsafe {
-					return rdb.Del(ctx, "naive:"+strconv.Itoa(key)).Err()
+					return rdb.Del(ctx, "naive:{"+strconv.Itoa(key)+"}").Err()
 				}
 				return c.Invalidate(ctx, strconv.Itoa(key))
 			}
@@ -121,8 +137,10 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 		// Not snapshot: a cache server restored from an old snapshot serves
 		// what it held then, which no client can tell from a fresh value
 		// (docs/torture.md). Not client_pause: the readers hold no lock.
-		faults = NewSchedule(cfg.Seed, cfg.Duration, 1, []Kind{FaultLatency, FaultTimeout, FaultResetPeer,
-			FaultSlowClose, FaultBandwidth, FaultPause, FaultRestart})
+		// Not restart: a cluster node restarted empty has forgotten its
+		// slots and needs an operator to rejoin the cluster.
+		faults = NewSchedule(cfg.Seed, cfg.Duration, cacheMasters, []Kind{FaultLatency, FaultTimeout, FaultResetPeer,
+			FaultSlowClose, FaultBandwidth, FaultPause})
 	}
 
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
@@ -159,23 +177,45 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 			}
 		})
 	}
+	load := func(ctx context.Context, keys []int) (map[int]int64, error) {
+		now := time.Now()
+		mu.Lock()
+		for _, k := range keys {
+			loads = append(loads, cacheOp{key: k, start: now})
+		}
+		mu.Unlock()
+		rows, err := db.Query(ctx, "SELECT id, version FROM torture_items WHERE id = ANY($1)", keys)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		out := map[int]int64{}
+		for rows.Next() {
+			var k int
+			var v int64
+			if err := rows.Scan(&k, &v); err != nil {
+				return nil, err
+			}
+			out[k] = v
+		}
+		return out, rows.Err()
+	}
 	for i := range cfg.Readers {
 		r := rand.New(rand.NewPCG(cfg.Seed, uint64(i)))
 		read := readers[i%len(readers)]
 		wg.Go(func() {
 			for runCtx.Err() == nil {
-				op := cacheOp{key: r.IntN(cfg.Keys), start: time.Now()}
-				op.version, op.err = read(runCtx, op.key, func(ctx context.Context) (int64, error) {
-					mu.Lock()
-					loads = append(loads, cacheOp{key: op.key, start: time.Now()})
-					mu.Unlock()
-					var v int64
-					err := db.QueryRow(ctx, "SELECT version FROM torture_items WHERE id = $1", op.key).Scan(&v)
-					return v, err
-				})
-				op.end = time.Now()
+				keys := []int{r.IntN(cfg.Keys)} // Get, or GetMany of three keys every other read
+				if r.IntN(2) == 0 {
+					keys = append(keys, r.IntN(cfg.Keys), r.IntN(cfg.Keys))
+				}
+				began := time.Now()
+				got, err := read(runCtx, keys, load)
+				ended := time.Now()
 				if runCtx.Err() == nil {
-					record(op)
+					for _, k := range keys {
+						record(cacheOp{key: k, version: got[k], start: began, end: ended, err: err})
+					}
 				}
 				time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
 			}
@@ -204,22 +244,65 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 	return res, nil
 }
 
+// cacheReader reads keys through a cache, loading misses with load.
+type cacheReader func(ctx context.Context, keys []int, load func(context.Context, []int) (map[int]int64, error)) (map[int]int64, error)
+
+// cachexReader reads one key with Get and several with GetMany.
+func cachexReader(c *cachex.Cache[int64]) cacheReader {
+	return func(ctx context.Context, keys []int, load func(context.Context, []int) (map[int]int64, error)) (map[int]int64, error) {
+		if len(keys) == 1 {
+			v, err := c.Get(ctx, strconv.Itoa(keys[0]), func(ctx context.Context) (int64, error) {
+				m, err := load(ctx, keys)
+				return m[keys[0]], err
+			})
+			return map[int]int64{keys[0]: v}, err
+		}
+		names := make([]string, len(keys))
+		for i, k := range keys {
+			names[i] = strconv.Itoa(k)
+		}
+		got, err := c.GetMany(ctx, names, func(ctx context.Context, miss []string) (map[string]int64, error) {
+			ids := make([]int, len(miss))
+			for i, s := range miss {
+				ids[i], _ = strconv.Atoi(s)
+			}
+			m, err := load(ctx, ids)
+			out := make(map[string]int64, len(m))
+			for k, v := range m {
+				out[strconv.Itoa(k)] = v
+			}
+			return out, err
+		})
+		out := make(map[int]int64, len(got))
+		for s, v := range got {
+			k, _ := strconv.Atoi(s)
+			out[k] = v
+		}
+		return out, err
+	}
+}
+
 // naiveReader is the cache the checker must catch: read Redis; on a miss,
 // load, wait a little (as a slow loader would) and write the value back with
 // a plain SET, even if the row changed and was invalidated meanwhile.
-func naiveReader(rdb *redis.Client, ttl time.Duration) func(context.Context, int, func(context.Context) (int64, error)) (int64, error) {
-	return func(ctx context.Context, key int, load func(context.Context) (int64, error)) (int64, error) {
-		k := "naive:" + strconv.Itoa(key)
-		if v, err := rdb.Get(ctx, k).Int64(); err == nil {
-			return v, nil
+func naiveReader(rdb redis.UniversalClient, ttl time.Duration) cacheReader {
+	return func(ctx context.Context, keys []int, load func(context.Context, []int) (map[int]int64, error)) (map[int]int64, error) {
+		out := map[int]int64{}
+		for _, key := range keys {
+			k := "naive:{" + strconv.Itoa(key) + "}"
+			if v, err := rdb.Get(ctx, k).Int64(); err == nil {
+				out[key] = v
+				continue
+			}
+			m, err := load(ctx, []int{key})
+			if err != nil {
+				return out, err
+			}
+			time.Sleep(30 * time.Millisecond)
+			_ = rdb.Set(ctx, k, m[key], ttl).Err()
+			out[key] = m[key]
 		}
-		v, err := load(ctx)
-		if err != nil {
-			return 0, err
-		}
-		time.Sleep(30 * time.Millisecond)
-		_ = rdb.Set(ctx, k, v, ttl).Err()
-		return v, nil
+		return out, nil
 	}
 }
 

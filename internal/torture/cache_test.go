@@ -14,7 +14,7 @@ func TestCacheWorkload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers and fault injection")
 	}
-	res, err := RunCache(context.Background(), CacheConfig{Seed: 5, Duration: 12 * time.Second})
+	res, err := RunCache(context.Background(), CacheConfig{Seed: 5, Duration: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestCacheRecomputesWhileHealthy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers")
 	}
-	res, err := RunCache(context.Background(), CacheConfig{Seed: 2, Duration: 6 * time.Second, Faults: []Fault{}})
+	res, err := RunCache(context.Background(), CacheConfig{Seed: 2, Duration: 5 * time.Second, Faults: []Fault{}})
 	if err != nil {
 		t.Fatal(err)
 	}
