@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 )
 
 // ErrSetup wraps every failure to set up the environment: cmd/torture exits
@@ -17,6 +18,7 @@ var ErrSetup = errors.New("torture: environment")
 type Env struct {
 	cleanups []func()
 	tmp      []string
+	errs     []string // Errorf's, reported by the Setup they happen in
 }
 
 // fatal is the panic value of Env's Fatal, recovered by Setup.
@@ -34,14 +36,19 @@ func (e *Env) Setup(f func()) (err error) {
 			err = fmt.Errorf("%w: %s", ErrSetup, ft.msg)
 		}
 	}()
+	e.errs = nil
 	f()
+	if len(e.errs) > 0 {
+		return fmt.Errorf("%w: %s", ErrSetup, strings.Join(e.errs, "; "))
+	}
 	return nil
 }
 
-// Close stops everything the run started, newest first.
+// Close stops everything the run started, newest first. A cleanup that
+// fails does not stop the others.
 func (e *Env) Close() {
 	for _, f := range slices.Backward(e.cleanups) {
-		f()
+		_ = e.Setup(f)
 	}
 	e.cleanups = nil
 	for _, d := range e.tmp {
@@ -61,8 +68,8 @@ func (e *Env) Fatal(args ...any) { panic(fatal{fmt.Sprint(args...)}) }
 // Fatalf ends the setup with the formatted reason.
 func (e *Env) Fatalf(format string, args ...any) { panic(fatal{fmt.Sprintf(format, args...)}) }
 
-// Errorf ends the setup too: outside a test there is nobody to carry on for.
-func (e *Env) Errorf(format string, args ...any) { panic(fatal{fmt.Sprintf(format, args...)}) }
+// Errorf records a failure; the Setup it happens in returns it.
+func (e *Env) Errorf(format string, args ...any) { e.errs = append(e.errs, fmt.Sprintf(format, args...)) }
 
 // Skipf ends the setup: a run cannot skip what it needs.
 func (e *Env) Skipf(format string, args ...any) { panic(fatal{fmt.Sprintf(format, args...)}) }
