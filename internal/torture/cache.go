@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,15 +19,15 @@ import (
 
 // CacheConfig is a run of the cache workload: writers update rows in
 // Postgres and invalidate them; readers read them (Get and GetMany) through
-// two cachex instances whose clocks disagree by Skew, over a 3-master Redis
-// Cluster with a proxy in front of each master.
+// two cachex instances, whose clocks disagree by Skew during clock_skew
+// faults, over a 3-master Redis Cluster with a proxy in front of each master.
 type CacheConfig struct {
 	Seed     uint64
 	Duration time.Duration
 	// Keys are the rows; Readers and Writers the goroutines.
 	Keys, Readers, Writers int
-	// TTL of the cache; Skew is how far the second instance's clock runs
-	// ahead of the first's.
+	// TTL of the cache; Skew is how far the second instance's clock jumps
+	// ahead of the first's during a clock_skew fault.
 	TTL, Skew time.Duration
 	// Unsafe reads through a naive cache instead: on a miss it loads, waits
 	// and writes the value back with a plain SET, unguarded; the checker must
@@ -53,7 +54,7 @@ func (c *CacheConfig) defaults() {
 		c.TTL = 2 * time.Second
 	}
 	if c.Skew == 0 {
-		c.Skew = 1500 * time.Millisecond
+		c.Skew = 3 * time.Second
 	}
 }
 
@@ -98,8 +99,11 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 		proxyOf[n.Addr()] = addr
 		seeds = append(seeds, addr)
 	}
-	var readers []cacheReader
-	var invalidate func(context.Context, int) error
+	var (
+		readers    []cacheReader
+		invalidate func(context.Context, int) error
+		skew       atomic.Int64 // the second instance's clock offset, in ns
+	)
 	for i := range 2 {
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, MaxRetries: -1,
 			DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond,
@@ -110,9 +114,12 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 				return redis.NewClient(opt)
 			}})
 		defer rdb.Close()
-		skew := time.Duration(i) * cfg.Skew
+		now := time.Now
+		if i == 1 {
+			now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+		}
 		c, err := cachex.New(rdb, cachex.JSON[int64]{}, cachex.Options{Name: "torture" + strconv.Itoa(i), Prefix: "torture:",
-			TTL: cfg.TTL, Timeout: 100 * time.Millisecond, Now: func() time.Time { return time.Now().Add(skew) }})
+			TTL: cfg.TTL, Timeout: 100 * time.Millisecond, Now: now})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrSetup, err)
 		}
@@ -131,7 +138,12 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 			}
 		}
 	}
-	in := &injector{env: env, nodes: nodes, px: px}
+	in := &injector{env: env, nodes: nodes, px: px, onClockSkew: func(on bool) {
+		skew.Store(0)
+		if on {
+			skew.Store(int64(cfg.Skew))
+		}
+	}}
 	faults := cfg.Faults
 	if faults == nil {
 		// Not snapshot: a cache server restored from an old snapshot serves
@@ -140,7 +152,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 		// Not restart: a cluster node restarted empty has forgotten its
 		// slots and needs an operator to rejoin the cluster.
 		faults = NewSchedule(cfg.Seed, cfg.Duration, cacheMasters, []Kind{FaultLatency, FaultTimeout, FaultResetPeer,
-			FaultSlowClose, FaultBandwidth, FaultPause})
+			FaultSlowClose, FaultBandwidth, FaultPause, FaultClockSkew})
 	}
 
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)

@@ -69,7 +69,9 @@ func (e *Env) Fatal(args ...any) { panic(fatal{fmt.Sprint(args...)}) }
 func (e *Env) Fatalf(format string, args ...any) { panic(fatal{fmt.Sprintf(format, args...)}) }
 
 // Errorf records a failure; the Setup it happens in returns it.
-func (e *Env) Errorf(format string, args ...any) { e.errs = append(e.errs, fmt.Sprintf(format, args...)) }
+func (e *Env) Errorf(format string, args ...any) {
+	e.errs = append(e.errs, fmt.Sprintf(format, args...))
+}
 
 // Skipf ends the setup: a run cannot skip what it needs.
 func (e *Env) Skipf(format string, args ...any) { panic(fatal{fmt.Sprintf(format, args...)}) }

@@ -27,6 +27,8 @@ type injector struct {
 	// onClientPause, if set, is told when client pauses start and stop
 	// (the reserve workload turns the API's pause knob).
 	onClientPause func(on bool)
+	// onClockSkew, if set, is told when a clock_skew fault starts and stops.
+	onClockSkew func(on bool)
 }
 
 func (in *injector) begin(f Fault) error {
@@ -49,6 +51,10 @@ func (in *injector) begin(f Fault) error {
 		if in.clientPause.Add(1) == 1 && in.onClientPause != nil {
 			in.onClientPause(true)
 		}
+	case FaultClockSkew:
+		if in.onClockSkew != nil {
+			in.onClockSkew(true)
+		}
 	}
 	return nil
 }
@@ -64,6 +70,10 @@ func (in *injector) end(f Fault) error {
 	case FaultClientPause:
 		if in.clientPause.Add(-1) == 0 && in.onClientPause != nil {
 			in.onClientPause(false)
+		}
+	case FaultClockSkew:
+		if in.onClockSkew != nil {
+			in.onClockSkew(false)
 		}
 	default:
 		in.px.clear(f.Node)

@@ -21,16 +21,18 @@ const (
 	FaultRestart     Kind = "restart"      // SIGKILL, restarted empty at the end
 	FaultSnapshot    Kind = "snapshot"     // SAVE at the start, SIGKILL and restart from it at the end
 	FaultClientPause Kind = "client_pause" // critical sections begun meanwhile stop past the lock's TTL
+	FaultClockSkew   Kind = "clock_skew"   // one cache instance's clock runs ahead (cache workload only)
 )
 
-// Kinds lists every fault kind, in a fixed order.
+// Kinds lists the fault kinds every workload takes, in a fixed order
+// (not clock_skew, which only the cache workload has).
 func Kinds() []Kind {
 	return []Kind{FaultLatency, FaultTimeout, FaultResetPeer, FaultSlowClose, FaultBandwidth,
 		FaultPause, FaultRestart, FaultSnapshot, FaultClientPause}
 }
 
-// Fault is one scheduled fault: Kind on server Node (unused for
-// client_pause) from At to At+For after the run's start.
+// Fault is one scheduled fault: Kind on server Node (-1 for client_pause
+// and clock_skew) from At to At+For after the run's start.
 type Fault struct {
 	Kind Kind          `json:"kind"`
 	Node int           `json:"node"`
@@ -60,7 +62,7 @@ func NewSchedule(seed uint64, d time.Duration, nodes int, kinds []Kind) []Fault 
 		if f.At+f.For > d-2*time.Second {
 			return out
 		}
-		if f.Kind == FaultClientPause {
+		if f.Kind == FaultClientPause || f.Kind == FaultClockSkew {
 			f.Node = -1
 		} else if busy[f.Node] > f.At {
 			continue
