@@ -168,7 +168,7 @@ func RunLock(ctx context.Context, cfg LockConfig) (*Result, error) {
 	res.Ops["writes_accepted"] = len(writes)
 	res.Anomalies = append(res.Anomalies, checkRegister(writes)...)
 	res.Anomalies = append(res.Anomalies, checkLossTiming(acqs, cfg.TTL)...)
-	res.Anomalies = capAnomalies(append(res.Anomalies, checkProgress(acqs, recs, start, time.Now())...))
+	res.Anomalies = capAnomalies(append(res.Anomalies, checkProgress(acqs, recs, start, start.Add(cfg.Duration))...))
 	return res, nil
 }
 

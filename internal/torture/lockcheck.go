@@ -68,9 +68,9 @@ func checkLossTiming(acqs []*acquisition, ttl time.Duration) []Anomaly {
 	return out
 }
 
-// checkProgress checks liveness: in every second of the run at least 2 s
-// after the last fault ended (and before the next began), some acquisition
-// succeeded.
+// checkProgress checks liveness: in every second from start to end (the
+// end of the load, not of the last worker's wait) at least 2 s after the
+// last fault ended and before the next began, some acquisition succeeded.
 func checkProgress(acqs []*acquisition, faults []FaultRecord, start, end time.Time) []Anomaly {
 	var out []Anomaly
 	healthy := func(from, to time.Time) bool {

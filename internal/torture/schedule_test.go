@@ -37,3 +37,19 @@ func TestScheduleIsSeededAndWellFormed(t *testing.T) {
 		t.Errorf("kinds drawn: %v, want all of %v", kinds, Kinds())
 	}
 }
+
+// TestProgressIsCheckedWhileTheLoadRuns: seconds after the load stopped are
+// not counted against it; a healthy second without an acquisition is.
+func TestProgressIsCheckedWhileTheLoadRuns(t *testing.T) {
+	start := time.Now()
+	var acqs []*acquisition
+	for s := range 5 {
+		acqs = append(acqs, &acquisition{acquired: start.Add(time.Duration(s)*time.Second + 100*time.Millisecond)})
+	}
+	if a := checkProgress(acqs, nil, start, start.Add(5*time.Second)); len(a) != 0 {
+		t.Errorf("a load with an acquisition every second: %v", a)
+	}
+	if a := checkProgress(acqs[:3], nil, start, start.Add(5*time.Second)); len(a) != 1 {
+		t.Errorf("two silent healthy seconds gave %d anomalies, want 1 (the last second is not checked)", len(a))
+	}
+}
