@@ -9,6 +9,8 @@ import (
 // wait for. Its outcome fields are written once, before done is closed.
 type flight[V any] struct {
 	done   chan struct{}
+	seen   string      // the identity of what its leader read in Redis
+	prev   *flight[V] // the flight it replaced, whose load must end before its own starts
 	val    V
 	err    error
 	result string // what the wait amounts to: resultMiss, resultStale or resultBypass
@@ -35,20 +37,42 @@ type flights[V any] struct {
 
 // join returns the key's flight, counting the caller as one of its waiters,
 // and whether the caller leads it: a leader must start its load (start) and
-// land it exactly once.
-func (fs *flights[V]) join(key string) (*flight[V], bool) {
+// land it exactly once. seen is the identity of what the caller read in
+// Redis: a caller joins only a flight whose leader read the same. One that
+// read something else (a tombstone written by an invalidation since, on
+// this instance or another) starts a new flight, which later callers join:
+// the older one may have loaded before the invalidated write, and a read
+// begun after an invalidation must not be answered with it
+// (TestReadAfterInvalidateDoesNotJoinAnOlderLoad). The new flight's load
+// waits for the older one's (after), so that one load per key runs at a
+// time in the process.
+func (fs *flights[V]) join(key, seen string) (*flight[V], bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	if f, ok := fs.m[key]; ok {
-		f.waiters++
-		return f, false
+	old, ok := fs.m[key]
+	if ok && old.seen == seen {
+		old.waiters++
+		return old, false
 	}
 	if fs.m == nil {
 		fs.m = make(map[string]*flight[V])
 	}
-	f := &flight[V]{done: make(chan struct{}), waiters: 1}
+	f := &flight[V]{done: make(chan struct{}), waiters: 1, seen: seen, prev: old}
 	fs.m[key] = f
 	return f, true
+}
+
+// after returns once the load of the flight f replaced has ended, or ctx
+// has: a leader calls it before loading.
+func (f *flight[V]) after(ctx context.Context) {
+	if f.prev == nil {
+		return
+	}
+	select {
+	case <-f.prev.done:
+	case <-ctx.Done():
+	}
+	f.prev = nil
 }
 
 // start records that one loader call, cancelled by cancel, lands the flights

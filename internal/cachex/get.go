@@ -165,14 +165,19 @@ func (c *Cache[V]) getTTL(ctx context.Context, key string, load func(context.Con
 	return nv, lerr
 }
 
+// bypassSeen is what a bypassing caller read in Redis: nothing. Bypasses
+// join each other's flights, not those of callers that read an entry.
+const bypassSeen = "bypass"
+
 // bypass computes without Redis, one recompute per key in this process.
 func (c *Cache[V]) bypass(ctx context.Context, key string, load func(context.Context) (V, error)) (V, error) {
-	f, leader := c.loads.join(key)
+	f, leader := c.loads.join(key, bypassSeen)
 	if leader {
 		lctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
 		c.loads.start([]*flight[V]{f}, cancel)
 		c.spawn(func() {
 			defer cancel()
+			f.after(lctx)
 			v, _, err := c.compute(lctx, load, reasonMiss)
 			c.loads.land(key, f, v, resultBypass, err)
 		})
@@ -186,12 +191,13 @@ func (c *Cache[V]) bypass(ctx context.Context, key string, load func(context.Con
 // waits for the key's one recompute in this process, which it starts if none
 // is in flight. (e is passed by value so that a hit never allocates it.)
 func (c *Cache[V]) recompute(ctx context.Context, key string, load func(context.Context) (V, error), e entry, expired bool) (V, error) {
-	f, leader := c.loads.join(key)
+	f, leader := c.loads.join(key, e.identity())
 	if leader {
 		lctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
 		c.loads.start([]*flight[V]{f}, cancel)
 		c.spawn(func() {
 			defer cancel()
+			f.after(lctx)
 			var stale *entry
 			if expired {
 				stale = &e

@@ -166,3 +166,64 @@ func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
 		})
 	}
 }
+
+// TestReadAfterInvalidateDoesNotJoinAnOlderLoad: instance A is loading a key
+// (it read version 1); the source changes and instance B invalidates the key.
+// A read on A that starts now sees B's tombstone, so it does not join A's
+// older load: once that load has ended (one load per key at a time), it
+// loads version 2. (Found by cmd/torture: the cache workload's readers got
+// version 929 after 930 had been written and invalidated.)
+func TestReadAfterInvalidateDoesNotJoinAnOlderLoad(t *testing.T) {
+	node := testenv.Redis(t)
+	for _, batch := range []bool{false, true} {
+		t.Run(map[bool]string{false: "get", true: "batch"}[batch], func(t *testing.T) {
+			ctx := context.Background()
+			opts := Options{Name: "inv2", Prefix: "inv2-" + itoa(time.Now().UnixNano()) + ":", TTL: time.Minute}
+			a, _ := newCache(t, client(t, node), JSON[string]{}, opts)
+			b, _ := newCache(t, client(t, node), JSON[string]{}, opts)
+			read := func(ctx context.Context, load func(context.Context) (string, error)) (string, error) {
+				if !batch {
+					return a.Get(ctx, "k", load)
+				}
+				got, err := a.GetMany(ctx, []string{"k"}, func(ctx context.Context, keys []string) (map[string]string, error) {
+					v, err := load(ctx)
+					return map[string]string{"k": v}, err
+				})
+				return got["k"], err
+			}
+			s := newSource()
+			done := make(chan string, 1)
+			go func() { v, _ := read(ctx, s.load); done <- v }()
+			waitFor(t, "the load to read the source", 5*time.Second, func() bool { return s.reading.Load() == 1 })
+			s.version.Store(2)
+			if err := b.Invalidate(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			fresh := &source{gate: make(chan struct{})}
+			fresh.version.Store(2)
+			close(fresh.gate)
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			late := make(chan string, 1)
+			go func() {
+				v, err := read(rctx, fresh.load)
+				if err != nil {
+					v = err.Error()
+				}
+				late <- v
+			}()
+			select {
+			case v := <-late:
+				t.Fatalf("the later read answered %q while the older load still ran", v)
+			case <-time.After(100 * time.Millisecond):
+			}
+			close(s.gate)
+			if v := <-done; v != "v1" {
+				t.Errorf("the read that started first got %q, want its own v1", v)
+			}
+			if v := <-late; v != "v2" {
+				t.Errorf("a read after another instance's Invalidate returned %q, want v2", v)
+			}
+		})
+	}
+}

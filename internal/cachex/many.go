@@ -228,7 +228,11 @@ func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[strin
 	fs := make(map[string]*flight[V], len(keys))
 	var led []string
 	for _, k := range keys {
-		f, leader := c.loads.join(k)
+		seen := bypassSeen // read is nil when the call bypasses Redis
+		if read != nil {
+			seen = read[k]
+		}
+		f, leader := c.loads.join(k, seen)
 		fs[k] = f
 		if leader {
 			led = append(led, k)
@@ -245,6 +249,9 @@ func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[strin
 	c.loads.start(ledFlights, cancel)
 	c.spawn(func() {
 		defer cancel()
+		for _, f := range ledFlights {
+			f.after(lctx)
+		}
 		if store {
 			if led, read = c.landWritten(lctx, led, fs); len(led) == 0 {
 				return
