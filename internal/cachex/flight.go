@@ -9,7 +9,7 @@ import (
 // wait for. Its outcome fields are written once, before done is closed.
 type flight[V any] struct {
 	done   chan struct{}
-	seen   string      // the identity of what its leader read in Redis
+	seen   string     // the identity of what its leader read in Redis
 	prev   *flight[V] // the flight it replaced, whose load must end before its own starts
 	val    V
 	err    error
