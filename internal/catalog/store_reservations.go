@@ -181,8 +181,7 @@ func (s *Store) end(ctx context.Context, q string, id, token int64, status strin
 		defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 
 		var due bool
-		err = tx.QueryRow(ctx, "SELECT "+reservationColumns+", expires_at <= now() FROM reservations WHERE id = $1 FOR UPDATE", id).
-			Scan(&res.ID, &res.ProductID, &res.Quantity, &res.Status, &res.FenceToken, &res.IdempotencyKey, &res.CreatedAt, &res.UpdatedAt, &res.ExpiresAt, &due)
+		res, err = scanReservation(tx.QueryRow(ctx, "SELECT "+reservationColumns+", expires_at <= now() FROM reservations WHERE id = $1 FOR UPDATE", id), &due)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("reservation %d: %w", id, ErrNotFound)
@@ -254,8 +253,11 @@ func reservationByKey(ctx context.Context, q querier, key string) (Reservation, 
 	return res, true, nil
 }
 
-func scanReservation(row pgx.Row) (Reservation, error) {
+// scanReservation scans reservationColumns, then any extra columns into
+// extra.
+func scanReservation(row pgx.Row, extra ...any) (Reservation, error) {
 	var r Reservation
-	err := row.Scan(&r.ID, &r.ProductID, &r.Quantity, &r.Status, &r.FenceToken, &r.IdempotencyKey, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt)
+	dest := append([]any{&r.ID, &r.ProductID, &r.Quantity, &r.Status, &r.FenceToken, &r.IdempotencyKey, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt}, extra...)
+	err := row.Scan(dest...)
 	return r, err
 }

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-lab/stampede/internal/cachex"
@@ -74,30 +73,21 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 	cfg.defaults()
 	env := &Env{}
 	defer env.Close()
-	var (
-		nodes []*testenv.RedisNode
-		db    *pgxpool.Pool
-	)
-	if err := env.Setup(func() { nodes = testenv.RedisCluster(env, cacheMasters).Nodes; db = testenv.Postgres(env) }); err != nil {
+	srv, err := startServers(ctx, env, func() []*testenv.RedisNode { return testenv.RedisCluster(env, cacheMasters).Nodes },
+		`CREATE TABLE torture_items (id integer PRIMARY KEY, version bigint NOT NULL DEFAULT 0);
+		INSERT INTO torture_items (id) SELECT generate_series(0, `+strconv.Itoa(cfg.Keys-1)+`);`)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := db.Exec(ctx, `CREATE TABLE torture_items (id integer PRIMARY KEY, version bigint NOT NULL DEFAULT 0);
-		INSERT INTO torture_items (id) SELECT generate_series(0, `+strconv.Itoa(cfg.Keys-1)+`);`); err != nil {
-		return nil, fmt.Errorf("%w: items: %v", ErrSetup, err)
-	}
-	// A proxy per master; the cluster client learns the masters' own
-	// addresses from the cluster and is sent through their proxies.
-	px := newProxies()
-	defer px.close()
+	defer srv.close()
+	db := srv.db
+	// The cluster client learns the masters' own addresses from the cluster
+	// and is sent through their proxies.
 	proxyOf := map[string]string{}
 	var seeds []string
-	for i, n := range nodes {
-		addr, err := px.add("cache"+strconv.Itoa(i), n.Addr())
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrSetup, err)
-		}
-		proxyOf[n.Addr()] = addr
-		seeds = append(seeds, addr)
+	for i, n := range srv.nodes {
+		proxyOf[n.Addr()] = srv.px.list[i].Listen
+		seeds = append(seeds, srv.px.list[i].Listen)
 	}
 	var (
 		readers    []cacheReader
@@ -138,22 +128,20 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 			}
 		}
 	}
-	in := &injector{env: env, nodes: nodes, px: px, onClockSkew: func(on bool) {
+	in := srv.injector(env)
+	in.onClockSkew = func(on bool) {
 		skew.Store(0)
 		if on {
 			skew.Store(int64(cfg.Skew))
 		}
-	}}
-	faults := cfg.Faults
-	if faults == nil {
-		// Not snapshot: a cache server restored from an old snapshot serves
-		// what it held then, which no client can tell from a fresh value
-		// (docs/torture.md). Not client_pause: the readers hold no lock.
-		// Not restart: a cluster node restarted empty has forgotten its
-		// slots and needs an operator to rejoin the cluster.
-		faults = NewSchedule(cfg.Seed, cfg.Duration, cacheMasters, []Kind{FaultLatency, FaultTimeout, FaultResetPeer,
-			FaultSlowClose, FaultBandwidth, FaultPause, FaultClockSkew})
 	}
+	// Not snapshot: a cache server restored from an old snapshot serves what
+	// it held then, which no client can tell from a fresh value
+	// (docs/torture.md). Not client_pause: the readers hold no lock. Not
+	// restart: a cluster node restarted empty has forgotten its slots and
+	// needs an operator to rejoin the cluster.
+	faults := scheduleOr(cfg.Faults, cfg.Seed, cfg.Duration, cacheMasters, []Kind{FaultLatency, FaultTimeout, FaultResetPeer,
+		FaultSlowClose, FaultBandwidth, FaultPause, FaultClockSkew})
 
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()

@@ -74,28 +74,16 @@ func RunLock(ctx context.Context, cfg LockConfig) (*Result, error) {
 	cfg.defaults()
 	env := &Env{}
 	defer env.Close()
-	var (
-		nodes []*testenv.RedisNode
-		db    *pgxpool.Pool
-	)
-	if err := env.Setup(func() { nodes = testenv.RedisNodes(env, cfg.Nodes); db = testenv.Postgres(env) }); err != nil {
-		return nil, err
-	}
-	if _, err := db.Exec(ctx, `
+	srv, err := startServers(ctx, env, func() []*testenv.RedisNode { return testenv.RedisNodes(env, cfg.Nodes) }, `
 		CREATE TABLE torture_register (resource integer PRIMARY KEY, value bigint NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0);
 		CREATE TABLE torture_writes (id bigserial PRIMARY KEY, resource integer NOT NULL, holder text NOT NULL,
 			token bigint NOT NULL, prev bigint NOT NULL, next bigint NOT NULL);
-		INSERT INTO torture_register (resource) SELECT generate_series(0, `+strconv.Itoa(cfg.Resources-1)+`);`); err != nil {
-		return nil, fmt.Errorf("%w: register: %v", ErrSetup, err)
+		INSERT INTO torture_register (resource) SELECT generate_series(0, `+strconv.Itoa(cfg.Resources-1)+`);`)
+	if err != nil {
+		return nil, err
 	}
-	px := newProxies()
-	defer px.close()
-	for i, n := range nodes {
-		if _, err := px.add("redis"+strconv.Itoa(i), n.Addr()); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrSetup, err)
-		}
-	}
-	in := &injector{env: env, nodes: nodes, px: px}
+	defer srv.close()
+	db, px, in := srv.db, srv.px, srv.injector(env)
 
 	var lockers []*lockx.Locker
 	for p := range cfg.Processes {
@@ -114,10 +102,7 @@ func RunLock(ctx context.Context, cfg LockConfig) (*Result, error) {
 		lockers = append(lockers, l)
 	}
 
-	faults := cfg.Faults
-	if faults == nil {
-		faults = NewSchedule(cfg.Seed, cfg.Duration, cfg.Nodes, nil)
-	}
+	faults := scheduleOr(cfg.Faults, cfg.Seed, cfg.Duration, cfg.Nodes, nil)
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
 	start := time.Now()

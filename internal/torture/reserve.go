@@ -70,26 +70,16 @@ func RunReserve(ctx context.Context, cfg ReserveConfig) (*Result, error) {
 	cfg.defaults()
 	env := &Env{}
 	defer env.Close()
-	var (
-		nodes []*testenv.RedisNode
-		db    *pgxpool.Pool
-	)
-	if err := env.Setup(func() { nodes = testenv.RedisNodes(env, reserveNodes); db = testenv.Postgres(env) }); err != nil {
-		return nil, err
-	}
-	if _, err := db.Exec(ctx, `INSERT INTO categories (id, slug, name) VALUES (1, 'torture', 'Torture');
+	srv, err := startServers(ctx, env, func() []*testenv.RedisNode { return testenv.RedisNodes(env, reserveNodes) },
+		`INSERT INTO categories (id, slug, name) VALUES (1, 'torture', 'Torture');
 		INSERT INTO products (id, category_id, sku, name, price_cents)
 			SELECT i, 1, 'T-' || i, 'Product ' || i, 100 FROM generate_series(1, `+strconv.Itoa(cfg.Products)+`) i;
-		INSERT INTO inventory (product_id, stock) SELECT id, `+strconv.Itoa(cfg.Stock)+` FROM products;`); err != nil {
-		return nil, fmt.Errorf("%w: catalog: %v", ErrSetup, err)
+		INSERT INTO inventory (product_id, stock) SELECT id, `+strconv.Itoa(cfg.Stock)+` FROM products;`)
+	if err != nil {
+		return nil, err
 	}
-	px := newProxies()
-	defer px.close()
-	for i, n := range nodes {
-		if _, err := px.add("redis"+strconv.Itoa(i), n.Addr()); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrSetup, err)
-		}
-	}
+	defer srv.close()
+	db, px := srv.db, srv.px
 	var insts []*instance
 	for range 2 {
 		in, err := startInstance(ctx, db, px, cfg.Mode)
@@ -100,11 +90,9 @@ func RunReserve(ctx context.Context, cfg ReserveConfig) (*Result, error) {
 		insts = append(insts, in)
 	}
 
-	faults := cfg.Faults
-	if faults == nil {
-		faults = NewSchedule(cfg.Seed, cfg.Duration, reserveNodes, nil)
-	}
-	inj := &injector{env: env, nodes: nodes, px: px, onClientPause: func(on bool) {
+	faults := scheduleOr(cfg.Faults, cfg.Seed, cfg.Duration, reserveNodes, nil)
+	inj := srv.injector(env)
+	inj.onClientPause = func(on bool) {
 		f := catalog.Faults{}
 		if on {
 			f = catalog.Faults{ReservationPauseMS: int(reserveTTL * 3 / 2 / time.Millisecond), ReservationPausePercent: 100}
@@ -112,7 +100,7 @@ func RunReserve(ctx context.Context, cfg ReserveConfig) (*Result, error) {
 		for _, in := range insts {
 			_ = in.faults.Set(f)
 		}
-	}}
+	}
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
 	start := time.Now()
