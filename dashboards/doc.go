@@ -19,5 +19,5 @@
 // (make dashboards) writes them, and a test fails when the committed JSON is
 // out of date. [Queries], [Substitute] and [MetricNames] let tests check every
 // query against the metrics the services export (the names are a contract,
-// see docs and DESIGN.md).
+// see docs/metrics.md).
 package dashboards

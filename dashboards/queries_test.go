@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
-// contract lists the metrics the services export (DESIGN.md, Metrics). The
+// contract lists the metrics the services export (docs/metrics.md). The
 // end-to-end test checks the same queries against the real registries.
 var (
 	contractSeries = []string{

@@ -41,7 +41,7 @@ const (
 	homeDashUID    = "stampede-overview"
 )
 
-// contract is DESIGN.md's metric table (plus the pool gauges and
+// contract is docs/metrics.md's metric table (plus the pool gauges and
 // Prometheus's up): metric name -> its labels. job and instance are added by
 // Prometheus to every series, le to histogram buckets.
 var contract = map[string][]string{
@@ -268,7 +268,7 @@ func checkContract(t *testing.T, alert, expr string) {
 			}
 		}
 		if !ok {
-			t.Errorf("%s: metric %q is not in the metric contract (DESIGN.md)", alert, name)
+			t.Errorf("%s: metric %q is not in the metric contract (docs/metrics.md)", alert, name)
 			return nil
 		}
 		for _, m := range vs.LabelMatchers {

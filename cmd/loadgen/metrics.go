@@ -19,8 +19,8 @@ var DurationBuckets = []float64{
 	1, 2.5, 5, 10, 30, 60,
 }
 
-// Metrics is loadgen's client-side Prometheus instrumentation (DESIGN.md,
-// Metrics): loadgen_requests_total and loadgen_request_duration_seconds,
+// Metrics is loadgen's client-side Prometheus instrumentation
+// (docs/metrics.md): loadgen_requests_total and loadgen_request_duration_seconds,
 // both labelled scenario, endpoint, code. It is safe for concurrent use.
 type Metrics struct {
 	reg      *prometheus.Registry

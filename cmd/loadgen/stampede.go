@@ -24,7 +24,7 @@ const (
 	stampedeEndpoint     = "category_stats"
 )
 
-// Recompute reasons and get results of the cachex metrics (DESIGN.md, Metrics).
+// Recompute reasons and get results of the cachex metrics (docs/metrics.md).
 var (
 	recomputeReasons = []string{"miss", "early", "expired"}
 	getResults       = []string{"hit", "early_refresh", "miss", "stale", "bypass"}

@@ -9,7 +9,7 @@ import (
 
 // Key identifies one series of client-side measurements. Its fields are the
 // labels of loadgen_requests_total and loadgen_request_duration_seconds
-// (DESIGN.md, Metrics).
+// (docs/metrics.md).
 type Key struct {
 	Scenario string
 	Endpoint string
