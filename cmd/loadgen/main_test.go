@@ -5,37 +5,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stampede-lab/stampede/internal/loadgen"
+	"github.com/stampede-lab/stampede/internal/loadgen/scenario"
 )
 
 func noEnv(string) string { return "" }
-
-func TestValidateTarget(t *testing.T) {
-	for _, raw := range []string{
-		"http://127.0.0.1:8080", "http://127.1.2.3", "http://localhost:8080", "https://LOCALHOST",
-		"http://[::1]:8080", "http://[::1]",
-	} {
-		if _, err := validateTarget(raw, false); err != nil {
-			t.Errorf("validateTarget(%q) = %v, want accepted", raw, err)
-		}
-	}
-	for _, raw := range []string{
-		"http://10.0.0.1:8080", "http://example.org", "http://localhost.example.org", "http://0.0.0.0:8080",
-		"http://[::]:8080", "http://[2001:db8::1]", "http://128.0.0.1",
-	} {
-		if _, err := validateTarget(raw, false); !errors.Is(err, ErrRemoteTarget) {
-			t.Errorf("validateTarget(%q) = %v, want ErrRemoteTarget", raw, err)
-		}
-		// Allowed explicitly; validation never resolves or connects.
-		if _, err := validateTarget(raw, true); err != nil {
-			t.Errorf("validateTarget(%q, allowRemote) = %v", raw, err)
-		}
-	}
-	for _, raw := range []string{"127.0.0.1:8080", "ftp://127.0.0.1", "http://", "http://%zz"} {
-		if _, err := validateTarget(raw, true); err == nil {
-			t.Errorf("validateTarget(%q) accepted a malformed target", raw)
-		}
-	}
-}
 
 func TestRunHelpExplainsEveryFlag(t *testing.T) {
 	var stdout, stderr bytes.Buffer
@@ -66,17 +41,18 @@ func TestRunValidatesFlags(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		env  map[string]string
-		want error // nil: any non-nil error other than errNoScenario
+		want error // nil: any non-nil error other than scenario.ErrNoScenario
 	}{
-		{args: nil, want: errNoScenario},
-		{args: []string{"-target", "http://localhost:9000", "-rate", "10", "-duration", "0", "-max-requests", "5"}, want: errNoScenario},
-		{args: []string{"-target", "http://10.0.0.1:8080"}, want: ErrRemoteTarget},
-		{args: []string{"-target", "http://example.org"}, want: ErrRemoteTarget},
-		{args: []string{"-target", "http://example.org", "-allow-remote"}, want: errNoScenario},
-		{env: map[string]string{"LOADGEN_TARGET": "http://api:8080"}, want: ErrRemoteTarget},
-		{args: []string{"-allow-remote"}, env: map[string]string{"LOADGEN_TARGET": "http://api:8080"}, want: errNoScenario},
+		{args: nil, want: scenario.ErrNoScenario},
+		{args: []string{"-target", "http://localhost:9000", "-rate", "10", "-duration", "0", "-max-requests", "5"}, want: scenario.ErrNoScenario},
+		{args: []string{"-target", "http://10.0.0.1:8080"}, want: loadgen.ErrRemoteTarget},
+		{args: []string{"-target", "http://example.org"}, want: loadgen.ErrRemoteTarget},
+		{args: []string{"-target", "http://example.org", "-allow-remote"}, want: scenario.ErrNoScenario},
+		{env: map[string]string{"LOADGEN_TARGET": "http://api:8080"}, want: loadgen.ErrRemoteTarget},
+		{args: []string{"-allow-remote"}, env: map[string]string{"LOADGEN_TARGET": "http://api:8080"}, want: scenario.ErrNoScenario},
 		{args: []string{"-rate", "0"}},
-		{args: []string{"-duration", "0", "-max-requests", "0"}},
+		{args: []string{"-duration", "0", "-max-requests", "0", "browse"}},
+		{args: []string{"-target", "http://127.0.0.1:1", "stampede"}}, // no admin token
 		{args: []string{"-max-in-flight", "0"}},
 		{args: []string{"-no-such-flag"}},
 	} {
@@ -85,8 +61,17 @@ func TestRunValidatesFlags(t *testing.T) {
 		switch {
 		case c.want != nil && !errors.Is(err, c.want):
 			t.Errorf("run(%q, env %v) = %v, want %v", c.args, c.env, err, c.want)
-		case c.want == nil && (err == nil || errors.Is(err, errNoScenario)):
+		case c.want == nil && (err == nil || errors.Is(err, scenario.ErrNoScenario)):
 			t.Errorf("run(%q) = %v, want a validation error", c.args, err)
 		}
+	}
+}
+
+// TestRunRefusesARemoteReplicaInTheList: one non-loopback URL among the
+// replicas is enough to refuse the run.
+func TestRunRefusesARemoteReplicaInTheList(t *testing.T) {
+	err := run(t.Context(), []string{"-target", "http://127.0.0.1:1,http://10.0.0.1:2", "browse"}, noEnv, &bytes.Buffer{}, &bytes.Buffer{})
+	if !errors.Is(err, loadgen.ErrRemoteTarget) {
+		t.Errorf("run = %v, want ErrRemoteTarget", err)
 	}
 }

@@ -1,0 +1,366 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// Line is one named series of a Chart. X is in seconds. X and Y must have
+// the same length and every X must be finite; points are joined in the
+// order given. A NaN or infinite Y is a gap: the point is skipped and the
+// line is broken there. A point with no neighbour on either side is drawn
+// as a dot so that it stays visible. A Line without a Name has no legend
+// entry.
+type Line struct {
+	Name string
+	X, Y []float64
+}
+
+// Span is an X range [From, To] that a Chart shades as a light grey band
+// behind the lines, with Label written at the top of the band.
+type Span struct {
+	From, To float64
+	Label    string
+}
+
+// Chart is one PNG line chart. A Chart without any drawable point, the zero
+// Chart included, renders as an empty plot (with its title and labels), so a
+// scenario never loses its report because a series stayed empty.
+type Chart struct {
+	// File is the PNG's name inside the report directory, such as
+	// "latency.png": letters, digits, '.', '_' and '-', ending in ".png".
+	// Only Report.Write looks at it.
+	File                  string
+	Title, XLabel, YLabel string
+	Lines                 []Line
+	// LogY makes the Y axis log10 (for latencies). Y values <= 0 cannot be
+	// drawn on it and are treated as gaps.
+	LogY bool
+	// Shade is drawn behind the lines, for example an outage window.
+	Shade []Span
+	// YMin and YMax, when set, fix that end of the Y axis (a hit ratio
+	// wants 0 and 1); points outside the range are clipped. On a log axis
+	// they must be positive.
+	YMin, YMax *float64
+}
+
+// Rendered size: 900x420 pixels at the canvas resolution.
+const (
+	chartDPI      = 96
+	chartWidthPx  = 900
+	chartHeightPx = 420
+)
+
+// chartColors is the fixed line palette (Tableau 10 without its grey, which
+// would blend with the grid and the shading). It is never modified. Lines
+// past its length reuse the colours with a dashed stroke.
+var chartColors = [...]color.RGBA{
+	{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // blue
+	{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // orange
+	{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // green
+	{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red
+	{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
+	{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, // brown
+	{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, // pink
+	{R: 0xbc, G: 0xbd, B: 0x22, A: 0xff}, // olive
+	{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // cyan
+}
+
+// lineStyle is the stroke of the i-th line of a chart.
+func lineStyle(i int) draw.LineStyle {
+	sty := draw.LineStyle{
+		Color: chartColors[i%len(chartColors)],
+		Width: vg.Points(1.5),
+	}
+	if i >= len(chartColors) {
+		sty.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+	}
+	return sty
+}
+
+// validate reports the first problem with c's data; it does not look at
+// c.File.
+func (c Chart) validate() error {
+	for i, l := range c.Lines {
+		if len(l.X) != len(l.Y) {
+			return fmt.Errorf("line %d (%q): %d X values but %d Y values", i, l.Name, len(l.X), len(l.Y))
+		}
+		for j, x := range l.X {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("line %d (%q): X[%d] is %v; only Y may be NaN (a gap)", i, l.Name, j, x)
+			}
+		}
+	}
+	for i, s := range c.Shade {
+		if math.IsNaN(s.From) || math.IsInf(s.From, 0) || math.IsNaN(s.To) || math.IsInf(s.To, 0) || s.From > s.To {
+			return fmt.Errorf("shade %d (%q): want finite From <= To, got [%v, %v]", i, s.Label, s.From, s.To)
+		}
+	}
+	for _, b := range []struct {
+		name string
+		v    *float64
+	}{{"YMin", c.YMin}, {"YMax", c.YMax}} {
+		if b.v == nil {
+			continue
+		}
+		if math.IsNaN(*b.v) || math.IsInf(*b.v, 0) {
+			return fmt.Errorf("%s is %v, want a finite value", b.name, *b.v)
+		}
+		if c.LogY && *b.v <= 0 {
+			return fmt.Errorf("%s is %v, want > 0 on a log axis", b.name, *b.v)
+		}
+	}
+	if c.YMin != nil && c.YMax != nil && *c.YMin >= *c.YMax {
+		return fmt.Errorf("YMin %v is not below YMax %v", *c.YMin, *c.YMax)
+	}
+	return nil
+}
+
+// segments splits a line at its gaps: non-finite Y values and, when logY,
+// Y values <= 0.
+func segments(l Line, logY bool) []plotter.XYs {
+	var segs []plotter.XYs
+	var cur plotter.XYs
+	for i, y := range l.Y {
+		if math.IsNaN(y) || math.IsInf(y, 0) || (logY && y <= 0) {
+			if len(cur) > 0 {
+				segs = append(segs, cur)
+				cur = nil
+			}
+			continue
+		}
+		cur = append(cur, plotter.XY{X: l.X[i], Y: y})
+	}
+	if len(cur) > 0 {
+		segs = append(segs, cur)
+	}
+	return segs
+}
+
+// WritePNG renders c as a 900x420 PNG at path, replacing any file there:
+// one coloured line per Line (fixed palette, so the same chart gives the
+// same bytes), grid lines, shaded spans, and a legend right of the plot
+// listing every named Line. It returns an error, without writing, for
+// mismatched X/Y lengths, non-finite X values, a bad Span or Y range; a
+// chart without any drawable point still renders as an empty plot.
+func (c Chart) WritePNG(path string) error {
+	if err := c.validate(); err != nil {
+		return fmt.Errorf("chart %q: %w", c.Title, err)
+	}
+	img := vgimg.NewWith(
+		vgimg.UseWH(vg.Length(chartWidthPx)*vg.Inch/chartDPI, vg.Length(chartHeightPx)*vg.Inch/chartDPI),
+		vgimg.UseDPI(chartDPI),
+	)
+	c.draw(draw.New(img))
+
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(f)
+	return errors.Join(err, f.Close())
+}
+
+// draw renders the validated chart onto dc.
+func (c Chart) draw(dc draw.Canvas) {
+	p := plot.New()
+	p.Title.Text = c.Title
+	p.Title.TextStyle.Font.Size = vg.Points(14)
+	p.Title.Padding = vg.Points(6)
+	p.X.Label.Text = c.XLabel
+	p.Y.Label.Text = c.YLabel
+	p.X.Tick.Marker = plainTicks{}
+	p.Y.Tick.Marker = plainTicks{}
+
+	for _, s := range c.Shade {
+		p.Add(shade{s})
+	}
+	grid := plotter.NewGrid()
+	gridColor := color.Gray{Y: 0xc8}
+	grid.Vertical.Color, grid.Horizontal.Color = gridColor, gridColor
+	grid.Vertical.Width, grid.Horizontal.Width = vg.Points(0.5), vg.Points(0.5)
+	p.Add(grid)
+
+	legend := plot.NewLegend()
+	legend.Left, legend.Top = true, true
+	legend.TextStyle.Font.Size = vg.Points(11)
+	legend.Padding = vg.Points(2)
+	for i, l := range c.Lines {
+		sty := lineStyle(i)
+		for _, seg := range segments(l, c.LogY) {
+			if len(seg) == 1 {
+				dot := &plotter.Scatter{XYs: seg, GlyphStyle: draw.GlyphStyle{
+					Color: sty.Color, Radius: vg.Points(2), Shape: draw.CircleGlyph{},
+				}}
+				p.Add(dot)
+				continue
+			}
+			p.Add(&plotter.Line{XYs: seg, LineStyle: sty})
+		}
+		if l.Name != "" {
+			legend.Add(l.Name, &plotter.Line{LineStyle: sty})
+		}
+	}
+
+	// Shade spans widen the X axis; plot.Add only knows the lines.
+	for _, s := range c.Shade {
+		p.X.Min = math.Min(p.X.Min, s.From)
+		p.X.Max = math.Max(p.X.Max, s.To)
+	}
+	c.setYRange(&p.Y)
+
+	const margin = 8
+	area := draw.Crop(dc, vg.Points(margin), vg.Points(-margin), vg.Points(margin/2), vg.Points(-margin))
+	if r := legend.Rectangle(area); r.Size().X > 0 {
+		w := r.Size().X + vg.Points(margin)
+		lc := draw.Crop(area, area.Size().X-w+vg.Points(margin), 0, 0, 0)
+		if c.Title != "" {
+			lc.Max.Y -= p.Title.TextStyle.Rectangle(c.Title).Size().Y + p.Title.Padding
+		}
+		legend.Draw(lc)
+		area = draw.Crop(area, 0, -w, 0, 0)
+	}
+	p.Draw(area)
+}
+
+// setYRange sets the Y axis range: the data's (p.Add has set a.Min and
+// a.Max, infinite when there is none) with YMin and YMax applied, widened so
+// that it is never empty or reversed. For LogY it also sets a log scale, and
+// the range is always positive (plot's log scale panics otherwise).
+func (c Chart) setYRange(a *plot.Axis) {
+	down := func(v float64) float64 { return v - 1 }
+	up := func(v float64) float64 { return v + 1 }
+	if c.LogY {
+		down = func(v float64) float64 { return v / 10 }
+		up = func(v float64) float64 { return v * 10 }
+		a.Scale = plot.LogScale{}
+		a.Tick.Marker = logTicks{}
+		a.AutoRescale = c.YMin == nil && c.YMax == nil // snap to whole decades
+	}
+	lo, hi := a.Min, a.Max
+	if c.YMin != nil {
+		lo = *c.YMin
+	}
+	if c.YMax != nil {
+		hi = *c.YMax
+	}
+	switch {
+	case math.IsInf(lo, 0) && math.IsInf(hi, 0): // nothing to draw
+		lo, hi = 0, 1
+		if c.LogY {
+			lo, hi = 1, 10
+		}
+	case math.IsInf(lo, 0):
+		lo = down(hi)
+	case math.IsInf(hi, 0):
+		hi = up(lo)
+	}
+	if lo >= hi { // one value, or the data all beyond the fixed end
+		switch {
+		case c.YMin != nil:
+			hi = up(lo)
+		case c.YMax != nil:
+			lo = down(hi)
+		default:
+			lo, hi = down(lo), up(hi)
+		}
+	}
+	a.Min, a.Max = lo, hi
+}
+
+// plainTicks is plot.DefaultTicks with labels printed as short as they go
+// ("25", "0.5") rather than with a fixed number of decimals ("25.00"), and
+// every tick labelled when there are at most maxLabels of them (DefaultTicks
+// labels only a few, e.g. 10, 50 and 90 on a 90 s axis).
+type plainTicks struct{}
+
+const maxLabels = 12
+
+// Ticks implements plot.Ticker.
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	all := len(ticks) <= maxLabels
+	for i, t := range ticks {
+		if t.Label != "" || all {
+			ticks[i].Label = strconv.FormatFloat(t.Value, 'g', 10, 64)
+		}
+	}
+	return ticks
+}
+
+// logTicks marks a log10 axis: a labelled tick at each power of ten and
+// unlabelled ones at its multiples; 2x and 5x are labelled too when the
+// range spans at most two decades, and every multiple when at most one.
+type logTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0 && hi > lo) {
+		return nil
+	}
+	first := int(math.Floor(math.Log10(lo)))
+	last := int(math.Ceil(math.Log10(hi)))
+	if last == first {
+		last++
+	}
+	decades := last - first
+	var ticks []plot.Tick
+	for e := first; e <= last; e++ {
+		for m := 1; m <= 9 && (e < last || m == 1); m++ {
+			v := float64(m) * math.Pow10(e)
+			if e < 0 {
+				v = float64(m) / math.Pow10(-e) // 3/10, not 3*0.1, to print "0.3"
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || decades <= 1 || (decades <= 2 && (m == 2 || m == 5)) {
+				t.Label = strconv.FormatFloat(v, 'f', -1, 64)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
+}
+
+// shadeColor is the fill of a Span's band.
+func shadeColor() color.Color { return color.Gray{Y: 0xe4} }
+
+// shade draws one Span as a full-height band over the data area.
+type shade struct{ Span }
+
+// Plot implements plot.Plotter.
+func (s shade) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	x0 := max(trX(s.From), c.Min.X)
+	x1 := min(trX(s.To), c.Max.X)
+	if x1 < x0 {
+		return
+	}
+	if x1-x0 < 1 { // keep a zero-width span (an instant) visible
+		x1 = x0 + 1
+	}
+	c.FillPolygon(shadeColor(), []vg.Point{
+		{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y},
+	})
+	if s.Label != "" {
+		sty := text.Style{
+			Color:   color.Gray{Y: 0x50},
+			Font:    font.From(plot.DefaultFont, vg.Points(9)),
+			XAlign:  draw.XLeft,
+			YAlign:  draw.YTop,
+			Handler: p.TextHandler,
+		}
+		c.FillText(sty, vg.Point{X: x0 + vg.Points(3), Y: c.Max.Y - vg.Points(3)}, s.Label)
+	}
+}

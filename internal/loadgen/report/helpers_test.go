@@ -1,0 +1,3 @@
+package report
+
+func ptr[T any](v T) *T { return &v }

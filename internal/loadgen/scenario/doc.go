@@ -1,0 +1,9 @@
+// Package scenario holds loadgen's scenarios, one file each, behind the
+// Scenario interface: stampede (cache strategies side by side), browse
+// (the read mix, optionally through a cache Redis outage), reserve
+// (contention and the no-oversell invariant), lostlock (oversold units per
+// reservation mode) and demo (the endless mix of the compose stack). Config
+// holds the command line the scenarios share; ParseArgs parses it and Run
+// runs a scenario, writing summary.json, report.md and charts (Replot
+// renders the last two again from the first).
+package scenario

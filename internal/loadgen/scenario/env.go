@@ -1,0 +1,100 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stampede-lab/stampede/internal/loadgen"
+)
+
+// requestTimeout bounds every request loadgen sends.
+const requestTimeout = 30 * time.Second
+
+// Env is what a scenario runs in: the shared config, one client per target,
+// the client-side stats behind the progress line and loadgen's /metrics, and
+// the output streams.
+type Env struct {
+	cfg     *Config
+	targets loadgen.Targets
+	stats   *loadgen.Stats
+	metrics *loadgen.Metrics
+	mux     *http.ServeMux // loadgen's own endpoints on -metrics-addr
+	stdout  io.Writer
+	stderr  io.Writer
+}
+
+// Run runs s with cfg: it serves loadgen's /metrics on cfg.MetricsAddr (when
+// set) and shows progress on stderr while s runs, and stops both before
+// returning s's verdict.
+func Run(ctx context.Context, s Scenario, cfg *Config, stdout, stderr io.Writer) error {
+	targets, err := loadgen.NewTargets(cfg.Targets, requestTimeout)
+	if err != nil {
+		return err
+	}
+	defer targets.CloseIdleConnections()
+	metrics, err := loadgen.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		return err
+	}
+	e := &Env{cfg: cfg, targets: targets, stats: loadgen.NewStats(nil), metrics: metrics,
+		mux: http.NewServeMux(), stdout: stdout, stderr: stderr}
+	e.mux.Handle("GET /metrics", metrics.Handler())
+	if cfg.MetricsAddr != "" {
+		stop, err := serve(cfg.MetricsAddr, e.mux, stderr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	stopProgress := loadgen.StartProgress(e.stats, stderr, loadgen.IsTerminal(stderr), time.Second)
+	err = s.Run(ctx, e)
+	stopProgress()
+	return err
+}
+
+// observe records a Runner result of scenario for the progress line and
+// loadgen's /metrics.
+func (e *Env) observe(scenario string, res loadgen.Result) {
+	e.stats.ObserveResult(scenario, res)
+	e.metrics.Observe(scenario, res)
+}
+
+// reportDir returns -report-dir, or a new scratch directory for scenario.
+func (e *Env) reportDir(scenario string) (string, error) {
+	if e.cfg.ReportDir != "" {
+		return e.cfg.ReportDir, nil
+	}
+	return os.MkdirTemp("", "loadgen-"+scenario+"-")
+}
+
+// serve serves h on addr until the returned function is called. It fails
+// at once if addr cannot be listened on.
+func serve(addr string, h http.Handler, log io.Writer) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-metrics-addr: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(log, "loadgen: metrics server:", err)
+		}
+	}()
+	fmt.Fprintf(log, "loadgen: metrics on http://%s/metrics\n", ln.Addr())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
+}

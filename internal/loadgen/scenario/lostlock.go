@@ -1,0 +1,256 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stampede-lab/stampede/internal/loadgen"
+	"github.com/stampede-lab/stampede/internal/loadgen/report"
+)
+
+// LostLock runs the reserve load once per reservation mode, from the same
+// stock, with oversold units read from the data every second.
+type LostLock struct {
+	cfg      *Config
+	modesRaw string
+	modes    []string
+	stock    int
+}
+
+// Name is "lostlock".
+func (*LostLock) Name() string { return "lostlock" }
+
+// Usage is lostlock's paragraph of -h.
+func (*LostLock) Usage() string {
+	return `the reserve load once per -modes reservation mode (unsafe, lock,
+fenced), each from -stock free units per product, with the
+-pause-percent knob; the report compares oversold units (read
+from the inventories) per mode. Exits non-zero if fenced oversold.`
+}
+
+func (l *LostLock) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.modesRaw, "modes", "unsafe,lock,fenced",
+		"lostlock: the API's reservation modes to run the reserve load in, in order (unsafe, lock, fenced)")
+	fs.IntVar(&l.stock, "stock", 20,
+		"lostlock: free units of each -skus product at the start of each mode (set through the admin API; restored after)")
+}
+
+func (l *LostLock) check() error {
+	l.modes = nil
+	for _, m := range strings.Split(l.modesRaw, ",") {
+		switch m = strings.TrimSpace(m); m {
+		case "":
+		case "unsafe", "lock", "fenced":
+			l.modes = append(l.modes, m)
+		default:
+			return fmt.Errorf("-modes: %q is not unsafe, lock or fenced", m)
+		}
+	}
+	switch {
+	case len(l.modes) == 0:
+		return errors.New("-modes is empty")
+	case l.stock < 1 || l.stock > 100_000:
+		return fmt.Errorf("-stock must be in [1, 100000], got %d", l.stock)
+	}
+	if err := l.cfg.needAdmin("lostlock"); err != nil {
+		return err
+	}
+	return l.cfg.bounded()
+}
+
+// LostLockSummary is every figure of a lostlock run, written as
+// summary.json.
+type LostLockSummary struct {
+	Scenario string `json:"scenario"`
+	Target   string `json:"target"`
+	Stock    int    `json:"stock"`
+	// Modes are the reserve runs, one per mode, in the order run.
+	Modes        []ModeRun `json:"modes"`
+	MaxErrorRate float64   `json:"max_error_rate"`
+	Passed       bool      `json:"passed"`
+	Failures     []string  `json:"failures,omitempty"`
+}
+
+// ModeRun is the reserve run of one mode, with the oversold units read
+// from the inventories (reserved beyond stock, summed over the products)
+// every second and at the end.
+type ModeRun struct {
+	Mode     string          `json:"mode"`
+	Reserve  *ReserveSummary `json:"reserve"`
+	Oversold int             `json:"oversold"`
+	// Drift is the warehouse's free units minus what is really free
+	// (stock - reserved), summed: units it would sell again. Lost writes
+	// make it non-zero.
+	Drift int `json:"drift"`
+	// OversoldAt is the oversold units read about once a second: seconds
+	// since the run's start and units.
+	OversoldAt [][2]float64 `json:"oversold_at"`
+}
+
+// Run runs the reserve load once per -modes mode: it switches every
+// replica's mode, gives each product -stock free units, runs the load with
+// the pause knob, reads what was oversold, cancels the run's reservations,
+// and at the end restores the stocks and the modes it found. It fails when
+// fenced mode oversold, when any mode's reservations are not accounted for,
+// or when the error rate passes -max-error-rate.
+func (l *LostLock) Run(ctx context.Context, e *Env) (err error) {
+	cfg, rc := e.cfg, e.cfg.Reserve
+	client := e.targets[0]
+	var mode struct {
+		Mode string `json:"mode"`
+	}
+	if err := client.AdminGet(ctx, "/admin/reservation-mode", cfg.AdminToken, &mode); err != nil {
+		return err
+	}
+	found, err := readInventories(ctx, client, rc.SKUs)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err = errors.Join(err, e.targets.AdminPut(rctx, "/admin/reservation-mode", cfg.AdminToken, mode))
+		for _, id := range rc.SKUs {
+			err = errors.Join(err, setStock(rctx, client, cfg.AdminToken, id, found[id].Stock))
+		}
+	}()
+
+	sum := &LostLockSummary{Scenario: l.Name(), Target: e.targets.String(), Stock: l.stock, MaxErrorRate: cfg.MaxErrorRate}
+	for _, m := range l.modes {
+		run, err := l.runMode(ctx, e, m)
+		if err != nil {
+			return fmt.Errorf("mode %s: %w", m, err)
+		}
+		sum.Modes = append(sum.Modes, run)
+		fmt.Fprintf(e.stdout, "mode %-6s: %d units oversold, warehouse drift %+d\n", m, run.Oversold, run.Drift)
+	}
+	var failErr error
+	for _, run := range sum.Modes {
+		rerr := run.Reserve.check(cfg.MaxErrorRate)
+		for _, f := range run.Reserve.Failures {
+			sum.Failures = append(sum.Failures, run.Mode+": "+f)
+		}
+		failErr = errors.Join(failErr, rerr)
+		if run.Mode == "fenced" && run.Oversold > 0 {
+			msg := fmt.Sprintf("fenced: %d units oversold", run.Oversold)
+			sum.Failures = append(sum.Failures, msg)
+			failErr = errors.Join(failErr, fmt.Errorf("%w: %s", errInvariant, msg))
+		}
+	}
+	sum.Passed = len(sum.Failures) == 0
+	if err := e.writeReport(l.Name(), sum, sum.Report()); err != nil {
+		return err
+	}
+	return failErr
+}
+
+// runMode is one mode's run: mode switch, stock, load, oversold, cancels.
+func (l *LostLock) runMode(ctx context.Context, e *Env, mode string) (ModeRun, error) {
+	cfg, rc := e.cfg, e.cfg.Reserve
+	client := e.targets[0]
+	if err := e.targets.AdminPut(ctx, "/admin/reservation-mode", cfg.AdminToken, map[string]string{"mode": mode}); err != nil {
+		return ModeRun{}, err
+	}
+	now, err := readInventories(ctx, client, rc.SKUs)
+	if err != nil {
+		return ModeRun{}, err
+	}
+	for _, id := range rc.SKUs {
+		if err := setStock(ctx, client, cfg.AdminToken, id, now[id].Reserved+l.stock); err != nil {
+			return ModeRun{}, err
+		}
+	}
+
+	run := ModeRun{Mode: mode}
+	start := time.Now()
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-pollCtx.Done():
+				return
+			case <-t.C:
+			}
+			if inv, err := readInventories(pollCtx, client, rc.SKUs); err == nil {
+				run.OversoldAt = append(run.OversoldAt, [2]float64{time.Since(start).Seconds(), float64(oversold(inv))})
+			}
+		}
+	})
+	sum, st, err := reserveLoad(ctx, e, false)
+	stopPoll()
+	wg.Wait()
+	if err != nil {
+		return ModeRun{}, err
+	}
+	run.Reserve = sum
+	after, err := readInventories(ctx, client, rc.SKUs)
+	if err != nil {
+		return ModeRun{}, err
+	}
+	run.Oversold = oversold(after)
+	run.OversoldAt = append(run.OversoldAt, [2]float64{time.Since(start).Seconds(), float64(run.Oversold)})
+	for _, inv := range after {
+		run.Drift += inv.Available - (inv.Stock - inv.Reserved)
+	}
+	// Give the units back, one cancel at a time (nothing races them), so
+	// the next mode starts where this one did.
+	for _, r := range st.createdRs {
+		out, _ := client.PostJSON(ctx, "cancel", fmt.Sprintf("/v1/reservations/%d/cancel", r.id), struct{}{}, nil, nil)
+		if out.Err != nil {
+			return ModeRun{}, fmt.Errorf("cancel reservation %d: %w", r.id, out.Err)
+		}
+	}
+	return run, nil
+}
+
+// oversold sums reserved beyond stock over the inventories.
+func oversold(inv map[int64]Inventory) int {
+	n := 0
+	for _, i := range inv {
+		n += max(0, i.Reserved-i.Stock)
+	}
+	return n
+}
+
+// setStock sets a product's stock through the admin API; the warehouse is
+// stocked with what is not reserved.
+func setStock(ctx context.Context, c *loadgen.Client, token string, id int64, stock int) error {
+	return c.AdminPut(ctx, fmt.Sprintf("/admin/inventory/%d", id), token, map[string]int{"stock": stock})
+}
+
+// Report renders the modes side by side and the oversold units over time.
+func (s *LostLockSummary) Report() report.Report {
+	table := report.Table{Title: "Oversold units per mode",
+		Header: []string{"mode", "requests", "created", "insufficient", "fenced", "busy (503)", "errors", "locks lost", "oversold units", "warehouse drift", "p99 ms"},
+		Note: "Oversold units: reserved beyond stock, summed over the products, read through the API after the run " +
+			"(reserved is the sum of the active holds). Warehouse drift: the warehouse's free units minus stock - reserved: " +
+			"units lost writes left it believing free."}
+	chart := report.Chart{File: "oversold.png", Title: "Oversold units over time, per mode", XLabel: "seconds", YLabel: "units oversold"}
+	intro := ""
+	for _, m := range s.Modes {
+		r := m.Reserve
+		table.Rows = append(table.Rows, []string{m.Mode, fmt.Sprint(r.Requests), fmt.Sprint(r.Created), fmt.Sprint(r.Insufficient),
+			fmt.Sprint(r.Fenced), fmt.Sprint(r.Busy), fmt.Sprint(r.Errors), fmt.Sprintf("%.0f", r.Server["inventory locks lost"]),
+			fmt.Sprint(m.Oversold), fmt.Sprintf("%+d", m.Drift), f2(r.Latency.P99Ms)})
+		l := report.Line{Name: m.Mode}
+		for _, p := range m.OversoldAt {
+			l.X, l.Y = append(l.X, p[0]), append(l.Y, p[1])
+		}
+		chart.Lines = append(chart.Lines, l)
+		if intro == "" {
+			intro = fmt.Sprintf("Each mode: %g reservations/s for %gs on products %v of %s, each with %d free units at the start; "+
+				"%d%% of reservations pause %d ms between their warehouse read and write.",
+				r.RateRPS, r.Seconds, r.SKUs, s.Target, s.Stock, r.PausePercent, r.PauseMS)
+		}
+	}
+	return report.Report{Title: "Lost locks: oversold units per reservation mode", Intro: intro,
+		Tables: []report.Table{table}, Charts: []report.Chart{chart}, Notes: s.Failures}
+}

@@ -1,0 +1,219 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/stampede-lab/stampede/internal/loadgen"
+)
+
+// The stampede scenario's names: the cache it switches, the endpoint label
+// of its requests.
+const (
+	stampedeCache    = "category_stats"
+	stampedeEndpoint = "category_stats"
+)
+
+// Recompute reasons and get results of the cachex metrics (docs/metrics.md).
+var (
+	recomputeReasons = []string{"miss", "early", "expired"}
+	getResults       = []string{"hit", "early_refresh", "miss", "stale", "bypass"}
+)
+
+// Stampede switches the category_stats cache through each -phases strategy
+// and drives -rate requests/s at the -hot-keys categories for
+// -phase-duration each.
+type Stampede struct {
+	cfg           *Config
+	phaseDuration time.Duration
+}
+
+// Name is "stampede".
+func (*Stampede) Name() string { return "stampede" }
+
+// Usage is stampede's paragraph of -h.
+func (*Stampede) Usage() string {
+	return `switch the category_stats cache through each -phases strategy and
+drive -rate requests/s at -hot-keys categories for -phase-duration
+each; the report compares recomputes per key per TTL window, hit
+ratio, early refreshes and latency per strategy.`
+}
+
+func (s *Stampede) register(fs *flag.FlagSet) {
+	fs.DurationVar(&s.phaseDuration, "phase-duration", 30*time.Second,
+		"stampede: how long each phase drives load (make it several -cache-ttl windows)")
+}
+
+func (s *Stampede) check() error {
+	if s.phaseDuration <= 0 {
+		return fmt.Errorf("-phase-duration must be > 0, got %v", s.phaseDuration)
+	}
+	return s.cfg.needAdmin("stampede")
+}
+
+// errErrorRate is returned (wrapped) when the run's error rate passes
+// -max-error-rate.
+var errErrorRate = errors.New("error rate above -max-error-rate")
+
+// Run runs every phase in turn, writes the report (summary.json,
+// report.md, charts) and a table to stdout, and returns an error when a phase
+// could not run or the error rate passed the threshold (the report is
+// written in that case too).
+func (s *Stampede) Run(ctx context.Context, e *Env) error {
+	cfg, hk := e.cfg, e.cfg.HotKeys
+	sum := &StampedeSummary{
+		Scenario:        s.Name(),
+		Target:          e.targets.String(),
+		Cache:           stampedeCache,
+		RateRPS:         cfg.Rate,
+		PhaseSeconds:    s.phaseDuration.Seconds(),
+		CacheTTLSeconds: hk.CacheTTL.Seconds(),
+		WarmupSeconds:   hk.Warmup.Seconds(),
+		HotKeys:         hk.Keys,
+		MaxErrorRate:    cfg.MaxErrorRate,
+		Started:         time.Now().UTC(),
+	}
+	var scheduled int64
+	for _, p := range hk.Phases {
+		ps, sched, err := s.runPhase(ctx, e, p)
+		if err != nil {
+			return fmt.Errorf("phase %s: %w", p.Name, err)
+		}
+		sum.Phases = append(sum.Phases, ps)
+		sum.Requests += ps.Requests
+		sum.Errors += ps.Errors
+		sum.Dropped += ps.Dropped
+		scheduled += sched
+	}
+	sum.Finished = time.Now().UTC()
+	if scheduled > 0 {
+		sum.ErrorRate = float64(sum.Errors+sum.Dropped) / float64(scheduled)
+	}
+	if sum.ErrorRate > cfg.MaxErrorRate {
+		sum.Failures = append(sum.Failures, fmt.Sprintf("error rate %.4f > %.4f", sum.ErrorRate, cfg.MaxErrorRate))
+	}
+	sum.Passed = len(sum.Failures) == 0
+	if err := e.writeReport(s.Name(), sum, sum.Report()); err != nil {
+		return err
+	}
+	sum.WriteTable(e.stdout)
+	if !sum.Passed {
+		return fmt.Errorf("%w: %s", errErrorRate, strings.Join(sum.Failures, "; "))
+	}
+	return nil
+}
+
+// apply switches the category_stats cache of every target to p.
+func (p Phase) apply(ctx context.Context, ts loadgen.Targets, token string) error {
+	body := map[string]any{"strategy": p.Strategy}
+	if p.Beta != nil {
+		body["beta"] = *p.Beta
+	}
+	return ts.AdminPut(ctx, "/admin/caches/"+stampedeCache, token, body)
+}
+
+// hotKeyReads returns a Runner.Do that reads the statistics of categories
+// 1..n in turn, spreading the requests over ts.
+func hotKeyReads(ts loadgen.Targets, n int) func(context.Context, loadgen.Request) loadgen.Outcome {
+	paths := make([]string, n)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("/v1/categories/%d/stats", i+1)
+	}
+	return func(ctx context.Context, req loadgen.Request) loadgen.Outcome {
+		return ts.Pick(req.Seq).Get(ctx, stampedeEndpoint, paths[req.Seq%int64(n)], nil)
+	}
+}
+
+// runPhase switches the cache to p, drives the phase's load and returns its
+// figures and the number of scheduled arrivals.
+func (s *Stampede) runPhase(ctx context.Context, e *Env, p Phase) (PhaseSummary, int64, error) {
+	cfg, hk := e.cfg, e.cfg.HotKeys
+	if err := p.apply(ctx, e.targets, cfg.AdminToken); err != nil {
+		return PhaseSummary{}, 0, err
+	}
+	e.stats.SetPhase(p.Name)
+	before, err := e.targets.Scrape(ctx)
+	if err != nil {
+		return PhaseSummary{}, 0, err
+	}
+
+	// The timeline keeps the phase's whole latency (its one segment); warm
+	// holds the requests scheduled after the warm-up.
+	warm := loadgen.NewHistogram()
+	warmSeq := int64(math.Ceil(hk.Warmup.Seconds() * cfg.Rate))
+	tl := loadgen.NewTimeline(e.targets, map[string]string{"cache": stampedeCache}, time.Second)
+	tl.SetSegment(p.Name)
+	r := &loadgen.Runner{
+		Rate:        cfg.Rate,
+		Duration:    s.phaseDuration,
+		MaxRequests: cfg.MaxRequests,
+		MaxInFlight: cfg.MaxInFlight,
+		Do:          hotKeyReads(e.targets, hk.Keys),
+		OnResult: func(res loadgen.Result) {
+			e.observe(s.Name(), res)
+			tl.Record(res)
+			if !res.Dropped && res.Seq >= warmSeq {
+				warm.Record(res.Latency)
+			}
+		},
+	}
+	rs, err := loadgen.RunSampled(ctx, r, tl)
+	if err != nil {
+		return PhaseSummary{}, 0, err
+	}
+	after, err := e.targets.Scrape(ctx)
+	if err != nil {
+		return PhaseSummary{}, 0, err
+	}
+
+	delta := func(name string, labels map[string]string) float64 {
+		return after.Sum(name, labels) - before.Sum(name, labels)
+	}
+	elapsed := rs.End.Sub(rs.Start)
+	ps := PhaseSummary{
+		Name: p.Name, Strategy: p.Strategy, Beta: p.Beta,
+		Start: rs.Start.UTC(), End: rs.End.UTC(),
+		// The schedule's length, not the tail of the last request.
+		Windows:  s.phaseDuration.Seconds() / hk.CacheTTL.Seconds(),
+		Requests: rs.Completed, Errors: rs.Failed, Dropped: rs.Dropped,
+		RecomputesByReason: map[string]float64{},
+		GetsByResult:       map[string]float64{},
+		Latency:            tl.SegmentLatency(p.Name),
+		AfterWarmup:        loadgen.LatencyOf(warm),
+		Timeline:           tl.Points(),
+	}
+	if cfg.MaxRequests > 0 {
+		if d := float64(cfg.MaxRequests) / cfg.Rate; d < s.phaseDuration.Seconds() {
+			ps.Windows = d / hk.CacheTTL.Seconds()
+		}
+	}
+	if rs.Scheduled > 0 {
+		ps.ErrorRate = float64(rs.Failed+rs.Dropped) / float64(rs.Scheduled)
+	}
+	if elapsed > 0 {
+		ps.RPS = float64(rs.Completed) / elapsed.Seconds()
+	}
+	cache := map[string]string{"cache": stampedeCache}
+	ps.Recomputes = delta("cachex_recomputes_total", cache)
+	for _, reason := range recomputeReasons {
+		ps.RecomputesByReason[reason] = delta("cachex_recomputes_total", map[string]string{"cache": stampedeCache, "reason": reason})
+	}
+	ps.RecomputeErrors = delta("cachex_recomputes_total", map[string]string{"cache": stampedeCache, "status": "error"})
+	if ps.Windows > 0 {
+		ps.RecomputesPerKeyWindow = ps.Recomputes / (float64(hk.Keys) * ps.Windows)
+	}
+	ps.Gets = delta("cachex_gets_total", cache)
+	for _, result := range getResults {
+		ps.GetsByResult[result] = delta("cachex_gets_total", map[string]string{"cache": stampedeCache, "result": result})
+	}
+	if ps.Gets > 0 {
+		ps.HitRatio = (ps.GetsByResult["hit"] + ps.GetsByResult["early_refresh"] + ps.GetsByResult["stale"]) / ps.Gets
+	}
+	ps.EarlyRefreshes = ps.GetsByResult["early_refresh"]
+	return ps, rs.Scheduled, nil
+}

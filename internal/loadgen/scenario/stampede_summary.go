@@ -1,0 +1,135 @@
+package scenario
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/stampede-lab/stampede/internal/loadgen"
+	"github.com/stampede-lab/stampede/internal/loadgen/report"
+)
+
+// StampedeSummary is every figure of one stampede run, written as
+// summary.json in the report directory. (It is not called Summary because
+// that name is the Runner's per-run counts, see schedule.go.) Durations are
+// in milliseconds or seconds as their field names say.
+type StampedeSummary struct {
+	Scenario        string         `json:"scenario"`
+	Target          string         `json:"target"`
+	Cache           string         `json:"cache"`
+	RateRPS         float64        `json:"rate_rps"`
+	PhaseSeconds    float64        `json:"phase_seconds"`
+	CacheTTLSeconds float64        `json:"cache_ttl_seconds"`
+	WarmupSeconds   float64        `json:"warmup_seconds"`
+	HotKeys         int            `json:"hot_keys"`
+	Started         time.Time      `json:"started"`
+	Finished        time.Time      `json:"finished"`
+	Phases          []PhaseSummary `json:"phases"`
+	Requests        int64          `json:"requests"`
+	Errors          int64          `json:"errors"`
+	Dropped         int64          `json:"dropped"`
+	ErrorRate       float64        `json:"error_rate"`
+	MaxErrorRate    float64        `json:"max_error_rate"`
+	Passed          bool           `json:"passed"`
+	Failures        []string       `json:"failures,omitempty"`
+}
+
+// PhaseSummary is the figures of one strategy phase of a stampede run.
+// Server-side figures are differences of the API's /metrics counters between
+// a scrape just before and one just after the phase.
+type PhaseSummary struct {
+	// Name is the phase as given on the command line ("ttl", "xfetch:1").
+	Name     string    `json:"name"`
+	Strategy string    `json:"strategy"`
+	Beta     *float64  `json:"beta,omitempty"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	// Windows is the phase's length in cache TTLs.
+	Windows float64 `json:"ttl_windows"`
+
+	Requests  int64   `json:"requests"`
+	Errors    int64   `json:"errors"`
+	Dropped   int64   `json:"dropped"`
+	ErrorRate float64 `json:"error_rate"` // (errors + dropped) / scheduled
+	RPS       float64 `json:"achieved_rps"`
+
+	// Recomputes is the database recomputes of the cache in the phase, all
+	// reasons, status ok and error.
+	Recomputes         float64            `json:"recomputes"`
+	RecomputesByReason map[string]float64 `json:"recomputes_by_reason"`
+	RecomputeErrors    float64            `json:"recompute_errors"`
+	// RecomputesPerKeyWindow is Recomputes / (hot keys × Windows): 1 means
+	// each key was recomputed once per TTL, more is a stampede.
+	RecomputesPerKeyWindow float64            `json:"recomputes_per_key_per_window"`
+	Gets                   float64            `json:"gets"`
+	GetsByResult           map[string]float64 `json:"gets_by_result"`
+	// HitRatio is (hit + early_refresh + stale) / all gets.
+	HitRatio       float64 `json:"hit_ratio"`
+	EarlyRefreshes float64 `json:"early_refreshes"`
+
+	// Latency covers every request of the phase, measured from its
+	// scheduled start; AfterWarmup only those scheduled after the warm-up.
+	Latency     loadgen.LatencySummary `json:"latency"`
+	AfterWarmup loadgen.LatencySummary `json:"latency_after_warmup"`
+
+	// Timeline is the phase second by second, T counted from the phase's
+	// start.
+	Timeline []loadgen.Point `json:"timeline"`
+}
+
+// WriteJSON writes s as indented JSON to dir/summary.json, creating dir.
+func (s *StampedeSummary) WriteJSON(dir string) (string, error) { return writeSummary(dir, s) }
+
+// Report renders the run for people: the strategies side by side and the
+// phases over time (latency, database recomputes, hit ratio), each phase's
+// clock starting at 0 so the strategies overlay.
+func (s *StampedeSummary) Report() report.Report {
+	table := report.Table{
+		Title: "Strategies side by side",
+		Header: []string{"phase", "recomputes / key / TTL", "recomputes (miss / early / expired)", "hit ratio",
+			"early refreshes", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "max after warm-up ms", "errors", "dropped"},
+		Note: fmt.Sprintf("%d hot keys, TTL %gs, %.1f TTL windows per phase; warm-up %gs. "+
+			"1 recompute per key per TTL window is the floor for a cache that is never stale.",
+			s.HotKeys, s.CacheTTLSeconds, s.PhaseSeconds/s.CacheTTLSeconds, s.WarmupSeconds),
+	}
+	latency := report.Chart{File: "latency.png", Title: "Client latency, p99 per second (from the scheduled start)",
+		XLabel: "seconds into the phase", YLabel: "ms", LogY: true}
+	recomputes := report.Chart{File: "recomputes.png", Title: "Database recomputes of " + s.Cache + " per second",
+		XLabel: "seconds into the phase", YLabel: "recomputes / s"}
+	hits := report.Chart{File: "hit_ratio.png", Title: "Hit ratio of " + s.Cache + " per second",
+		XLabel: "seconds into the phase", YLabel: "served from cache", YMin: ptr(0.0), YMax: ptr(1.0)}
+	for _, p := range s.Phases {
+		r := p.RecomputesByReason
+		table.Rows = append(table.Rows, []string{p.Name, f2(p.RecomputesPerKeyWindow),
+			fmt.Sprintf("%.0f / %.0f / %.0f", r["miss"], r["early"], r["expired"]), f3(p.HitRatio),
+			fmt.Sprintf("%.0f", p.EarlyRefreshes), f2(p.Latency.P50Ms), f2(p.Latency.P99Ms), f2(p.Latency.P999Ms),
+			f2(p.Latency.MaxMs), f2(p.AfterWarmup.MaxMs), fmt.Sprint(p.Errors), fmt.Sprint(p.Dropped)})
+		latency.Lines = append(latency.Lines, timelineLine(p.Name, p.Timeline, func(pt loadgen.Point, _ float64) float64 { return pt.P99Ms }))
+		recomputes.Lines = append(recomputes.Lines, timelineLine(p.Name, p.Timeline, func(pt loadgen.Point, dt float64) float64 { return pt.Recomputes / dt }))
+		hits.Lines = append(hits.Lines, timelineLine(p.Name, p.Timeline, func(pt loadgen.Point, _ float64) float64 { return pt.HitRatio() }))
+	}
+	return report.Report{
+		Title: "Stampede: " + s.Cache + " under each strategy",
+		Intro: fmt.Sprintf("%g requests/s (open model) at %d hot keys of %s on %s, %gs per phase, %s to %s.",
+			s.RateRPS, s.HotKeys, s.Cache, s.Target, s.PhaseSeconds, s.Started.Format(time.RFC3339), s.Finished.Format(time.RFC3339)),
+		Tables: []report.Table{table},
+		Charts: []report.Chart{latency, recomputes, hits},
+		Notes:  s.Failures,
+	}
+}
+
+// ReadStampedeSummary reads a summary.json written by WriteJSON.
+func ReadStampedeSummary(path string) (*StampedeSummary, error) {
+	return readSummary[StampedeSummary](path)
+}
+
+// WriteTable prints one line per phase, strategies side by side.
+func (s *StampedeSummary) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "%-12s %9s %10s %8s %8s %9s %9s %9s %9s %7s %7s\n",
+		"phase", "requests", "recomp/kw", "hit%", "early", "p50ms", "p99ms", "p99.9ms", "maxms", "errors", "dropped")
+	for _, p := range s.Phases {
+		fmt.Fprintf(w, "%-12s %9d %10.2f %8.1f %8.0f %9.2f %9.2f %9.2f %9.2f %7d %7d\n",
+			p.Name, p.Requests, p.RecomputesPerKeyWindow, 100*p.HitRatio, p.EarlyRefreshes,
+			p.Latency.P50Ms, p.Latency.P99Ms, p.Latency.P999Ms, p.Latency.MaxMs, p.Errors, p.Dropped)
+	}
+}

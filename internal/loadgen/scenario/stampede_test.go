@@ -1,0 +1,212 @@
+package scenario
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-lab/stampede/internal/catalog"
+	"github.com/stampede-lab/stampede/internal/loadgen/report/reporttest"
+	"github.com/stampede-lab/stampede/internal/lockx"
+	"github.com/stampede-lab/stampede/internal/seed"
+	"github.com/stampede-lab/stampede/internal/testenv"
+)
+
+// recomputeCost is the delay added to every database query of the test
+// API, so that one recompute of category stats is expensive.
+const recomputeCost = 50 * time.Millisecond
+
+// testAPI configures startTestAPI.
+type testAPI struct {
+	statsTTL   time.Duration // category_stats TTL; 0: the service's default
+	queryCost  time.Duration // added to every database query
+	adminToken string
+}
+
+// startTestAPI starts the whole catalog API on real servers (a seeded
+// Postgres, a private Redis) behind a loopback httptest server and returns
+// its URL and the database. The admin API's fault knobs reach the service.
+func startTestAPI(t *testing.T, o testAPI) (string, *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	if _, err := seed.Run(ctx, db, seed.Config{Scale: 0.02}); err != nil {
+		t.Fatal(err)
+	}
+	node := testenv.Redis(t)
+	opt := node.Options()
+	opt.ReadTimeout, opt.WriteTimeout, opt.ContextTimeoutEnabled = time.Second, time.Second, true
+	cacheRedis := redis.NewClient(opt)
+	t.Cleanup(func() { _ = cacheRedis.Close() })
+	lopt := node.Options()
+	lopt.ContextTimeoutEnabled = true
+	lockRedis := redis.NewClient(lopt)
+	t.Cleanup(func() { _ = lockRedis.Close() })
+
+	reg := prometheus.NewRegistry()
+	observe, err := catalog.QueryMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeOpts := []catalog.StoreOption{catalog.WithObserver(observe)}
+	if o.queryCost > 0 {
+		storeOpts = append(storeOpts, catalog.WithDelay(catalog.FixedDelay(o.queryCost)))
+	}
+	locker, err := lockx.New([]redis.UniversalClient{lockRedis}, lockx.Options{
+		Name: "inventory", TTL: 2 * time.Second, NoWatchdog: true, Registerer: reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = locker.Close() })
+	faults := &catalog.Injector{}
+	whPool, err := pgxpool.NewWithConfig(context.Background(), db.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(whPool.Close)
+	svc, err := catalog.NewService(catalog.Config{Store: catalog.NewStore(db, storeOpts...), Cache: cacheRedis,
+		Warehouse: catalog.NewWarehouse(whPool, observe),
+		Locker:    locker, Faults: faults, Registerer: reg, StatsTTL: o.statsTTL, CacheTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	h, err := catalog.NewHandler(catalog.HandlerConfig{Service: svc, Faults: faults, AdminToken: o.adminToken, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL, db
+}
+
+// TestStampedeScenario runs a short stampede against the real API and checks,
+// from the summary.json it wrote, that plain TTL caching stampedes the
+// database while XFetch recomputes about once per key per TTL window and no
+// request after warm-up waits for a recompute. Each phase
+// lasts 3.5 TTLs: XFetch refreshes a key about every TTL - lead + delta
+// (~0.95s here), so a key sees 3 or 4 recomputes, 0.86 to 1.14 per window,
+// where a whole number of windows would let the phase-boundary alignment
+// swing the figure between 1 and 1.33.
+func TestStampedeScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: real Postgres and Redis, a few seconds of load")
+	}
+	const (
+		ttl     = time.Second
+		token   = "t"
+		hotKeys = 2
+	)
+	url, _ := startTestAPI(t, testAPI{statsTTL: ttl, queryCost: recomputeCost, adminToken: token})
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{
+		"-target", url, "-admin-token", token, "-metrics-addr", "",
+		"-rate", "200", "-phases", "ttl,xfetch:1", "-phase-duration", "3500ms",
+		"-cache-ttl", ttl.String(), "-warmup", "1s", "-hot-keys", "2",
+		"-report-dir", dir, "stampede",
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := runArgs(ctx, args, &stdout, &stderr)
+	t.Logf("stdout:\n%s", stdout.String())
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+
+	sum, err := ReadStampedeSummary(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Phases) != 2 || sum.Phases[0].Name != "ttl" || sum.Phases[1].Name != "xfetch:1" {
+		t.Fatalf("phases = %+v, want ttl then xfetch:1", sum.Phases)
+	}
+	if !sum.Passed || sum.HotKeys != hotKeys {
+		t.Errorf("passed=%v hot_keys=%d failures=%v", sum.Passed, sum.HotKeys, sum.Failures)
+	}
+	ttlP, xf := sum.Phases[0], sum.Phases[1]
+	for _, p := range sum.Phases {
+		t.Logf("%s: recomputes=%v (%.2f per key per window, by reason %v) hit_ratio=%.3f early=%v gets=%v latency=%+v after_warmup=%+v",
+			p.Name, p.Recomputes, p.RecomputesPerKeyWindow, p.RecomputesByReason, p.HitRatio, p.EarlyRefreshes,
+			p.GetsByResult, p.Latency, p.AfterWarmup)
+		if p.Requests < 500 || p.Errors != 0 || p.Dropped != 0 {
+			t.Errorf("%s: requests=%d errors=%d dropped=%d, want >= 500 clean requests", p.Name, p.Requests, p.Errors, p.Dropped)
+		}
+		if p.Latency.Count != p.Requests || p.AfterWarmup.Count == 0 || p.AfterWarmup.Count >= p.Requests {
+			t.Errorf("%s: latency counts %d / after warm-up %d for %d requests", p.Name, p.Latency.Count, p.AfterWarmup.Count, p.Requests)
+		}
+	}
+	if ttlP.RecomputesPerKeyWindow <= 3 {
+		t.Errorf("ttl: %.2f recomputes per key per window, want a stampede (> 3)", ttlP.RecomputesPerKeyWindow)
+	}
+	if xf.RecomputesPerKeyWindow > 1.2 {
+		t.Errorf("xfetch: %.2f recomputes per key per window, want <= 1.2", xf.RecomputesPerKeyWindow)
+	}
+	if xf.EarlyRefreshes == 0 || xf.HitRatio < 0.99 {
+		t.Errorf("xfetch: early refreshes %v, hit ratio %.4f; want early refreshes and ~all hits", xf.EarlyRefreshes, xf.HitRatio)
+	}
+	// No request waits for a recompute. The server counts every read that
+	// did: a miss or an expired value recomputed in the reader's path; under
+	// xfetch there must be none. On the client side one recompute costs
+	// recomputeCost plus the query, so a request that waited would take at
+	// least that: the p99 after warm-up must stay below it. (The maximum is
+	// logged, not asserted: on 2 shared CPUs under -race a request can be
+	// descheduled for longer than a recompute without waiting for one.)
+	if waited := xf.RecomputesByReason["miss"] + xf.RecomputesByReason["expired"]; waited != 0 {
+		t.Errorf("xfetch: %v recomputes in a reader's path (miss/expired), want 0", waited)
+	}
+	if limit := float64(recomputeCost / time.Millisecond); xf.AfterWarmup.P99Ms >= limit {
+		t.Errorf("xfetch after warm-up: p99 %.2fms, want < %.0fms (one recompute)", xf.AfterWarmup.P99Ms, limit)
+	}
+	t.Logf("xfetch after warm-up: max %.2fms (one recompute: %v + the query)", xf.AfterWarmup.MaxMs, recomputeCost)
+	if !strings.Contains(stdout.String(), "summary.json") {
+		t.Errorf("stdout does not name the summary file:\n%s", stdout.String())
+	}
+	// The charts are drawn from the same summary: a point per second, and
+	// the seconds' recomputes add up to the phase's.
+	for _, p := range sum.Phases {
+		var rec float64
+		for _, pt := range p.Timeline {
+			rec += pt.Recomputes
+		}
+		if len(p.Timeline) < 3 || rec < 0.8*p.Recomputes || rec > 1.2*p.Recomputes+2 {
+			t.Errorf("%s: %d timeline points with %v recomputes, phase had %v", p.Name, len(p.Timeline), rec, p.Recomputes)
+		}
+	}
+	reporttest.CheckReport(t, dir, "latency.png", "recomputes.png", "hit_ratio.png")
+}
+
+// TestStampedeFlags checks -phases parsing and that the scenario refuses to
+// start without an admin token.
+func TestStampedeFlags(t *testing.T) {
+	ps, err := parsePhases("ttl, xfetch ,xfetch:0.5,none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range ps {
+		names = append(names, p.Name)
+	}
+	if got := strings.Join(names, ","); got != "ttl,xfetch:1,xfetch:0.5,none" || *ps[2].Beta != 0.5 || ps[0].Beta != nil {
+		t.Errorf("phases = %s", got)
+	}
+	for _, bad := range []string{"", "ttl:1", "xfetch:-1", "xfetch:x", "lru"} {
+		if _, err := parsePhases(bad); err == nil {
+			t.Errorf("parsePhases(%q): no error", bad)
+		}
+	}
+	var stderr bytes.Buffer
+	_, _, err = ParseArgs([]string{"-target", "http://127.0.0.1:1", "stampede"}, func(string) string { return "" }, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "admin-token") {
+		t.Errorf("run without token: %v", err)
+	}
+}

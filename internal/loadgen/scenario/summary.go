@@ -1,0 +1,148 @@
+package scenario
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/stampede-lab/stampede/internal/loadgen"
+	"github.com/stampede-lab/stampede/internal/loadgen/report"
+)
+
+// writeReport writes the report directory of scenario: summary.json from
+// sum, then report.md and the charts of rep, and lists the files on stdout.
+func (e *Env) writeReport(scenario string, sum any, rep report.Report) error {
+	dir, err := e.reportDir(scenario)
+	if err != nil {
+		return err
+	}
+	stdout := e.stdout
+	path, err := writeSummary(dir, sum)
+	if err != nil {
+		return err
+	}
+	files, err := rep.Write(dir)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	fmt.Fprintf(stdout, "report: %s\n", strings.Join(append([]string{path}, files...), " "))
+	return nil
+}
+
+// timelineLine turns points into a chart line of y(point, seconds the point
+// covers); points whose scrape failed are gaps.
+func timelineLine(name string, pts []loadgen.Point, y func(p loadgen.Point, dt float64) float64) report.Line {
+	l := report.Line{Name: name}
+	prev := 0.0
+	for _, p := range pts {
+		v := math.NaN()
+		if dt := p.T - prev; dt > 0 && !p.ScrapeFailed {
+			v = y(p, dt)
+		}
+		prev = p.T
+		l.X = append(l.X, p.T)
+		l.Y = append(l.Y, v)
+	}
+	return l
+}
+
+func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+func ptr[T any](v T) *T   { return &v }
+
+// writeSummary writes v as indented JSON to dir/summary.json, creating dir,
+// and returns the file's path.
+func writeSummary(dir string, v any) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("report dir: %w", err)
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "summary.json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("write summary: %w", err)
+	}
+	return path, nil
+}
+
+// readSummary reads a summary.json into a T.
+func readSummary[T any](path string) (*T, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s T
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &s, nil
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Replot renders report.md and the charts of dir again from its
+// summary.json (written by any scenario but demo), e.g. after a change to
+// the report's layout. It sends no request.
+func Replot(dir string, stdout io.Writer) error {
+	path := filepath.Join(dir, "summary.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var head struct {
+		Scenario string `json:"scenario"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	var rep report.Report
+	switch head.Scenario {
+	case "stampede":
+		rep, err = reportOf[StampedeSummary](b)
+	case "browse":
+		rep, err = reportOf[BrowseSummary](b)
+	case "reserve":
+		rep, err = reportOf[ReserveSummary](b)
+	case "lostlock":
+		rep, err = reportOf[LostLockSummary](b)
+	default:
+		return fmt.Errorf("%s: scenario %q has no report", path, head.Scenario)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	files, err := rep.Write(dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "report: %s\n", strings.Join(files, " "))
+	return nil
+}
+
+// reportOf decodes a summary of type S and returns its Report.
+func reportOf[S any, P interface {
+	*S
+	Report() report.Report
+}](b []byte) (report.Report, error) {
+	var s S
+	if err := json.Unmarshal(b, &s); err != nil {
+		return report.Report{}, err
+	}
+	return P(&s).Report(), nil
+}
