@@ -126,6 +126,9 @@ func NewClient(base string, timeout time.Duration) (*Client, error) {
 	}, nil
 }
 
+// String is the client's base URL.
+func (c *Client) String() string { return c.base }
+
 // CloseIdleConnections closes the client's idle connections.
 func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 

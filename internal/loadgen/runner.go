@@ -115,8 +115,11 @@ type Runner struct {
 	Duration time.Duration
 	// MaxRequests bounds the number of arrivals (started + dropped).
 	// Zero means no count bound. At least one of Duration and MaxRequests
-	// must be set, so a Run always stops by itself.
+	// must be set, so a Run always stops by itself, unless UntilCanceled.
 	MaxRequests int64
+	// UntilCanceled lets a Run without Duration and MaxRequests go on
+	// until its context ends (the demo's endless load).
+	UntilCanceled bool
 	// MaxInFlight caps concurrently running requests (> 0).
 	MaxInFlight int
 	// Clock is the time source; nil means RealClock.
@@ -140,7 +143,7 @@ func (r *Runner) validate() error {
 		return fmt.Errorf("loadgen: duration must be >= 0, got %v", r.Duration)
 	case r.MaxRequests < 0:
 		return fmt.Errorf("loadgen: max requests must be >= 0, got %d", r.MaxRequests)
-	case r.Duration == 0 && r.MaxRequests == 0:
+	case r.Duration == 0 && r.MaxRequests == 0 && !r.UntilCanceled:
 		return ErrUnbounded
 	case r.MaxInFlight <= 0:
 		return fmt.Errorf("loadgen: max in flight must be > 0, got %d", r.MaxInFlight)

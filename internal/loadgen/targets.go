@@ -8,14 +8,12 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/stampede-lab/stampede/internal/loadgen/scrape"
 )
 
 // Targets is the API replicas a run drives, one Client each. Load is spread
-// over them round robin, admin changes (strategies, fault knobs) go to every
-// replica because each holds its own settings, and scrapes are summed so a
-// counter delta covers the whole service.
+// over them round robin, and admin changes (strategies, fault knobs) go to
+// every replica because each holds its own settings. A Timeline scrapes
+// them one by one and sums what they counted.
 type Targets []*Client
 
 // NewTargets returns a Client per URL, each with the given request timeout.
@@ -56,21 +54,6 @@ func (ts Targets) AdminPut(ctx context.Context, path, token string, body any) er
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Scrape reads every replica's /metrics and returns the sum of each series
-// over them. It fails if any replica cannot be read: a partial sum would
-// make counter deltas wrong.
-func (ts Targets) Scrape(ctx context.Context) (scrape.Samples, error) {
-	total := make(scrape.Samples)
-	for _, c := range ts {
-		m, err := c.Scrape(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.base, err)
-		}
-		total.Add(m)
-	}
-	return total, nil
 }
 
 // ErrRemoteTarget is returned (wrapped) by ParseTarget when the target is

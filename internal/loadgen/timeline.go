@@ -10,28 +10,34 @@ import (
 )
 
 // Point is one interval (normally a second) of a run: what the clients saw
-// and, from a scrape of the API at the interval's end, what the server did.
+// and what the servers did.
 type Point struct {
 	// T is the interval's end in seconds since the timeline started.
 	T       float64 `json:"t_seconds"`
 	Segment string  `json:"segment,omitempty"`
 	// Client side: requests finished in the interval, by outcome (the
 	// Outcome's Class, or its Code), and their latency from the scheduled
-	// start.
+	// start (0 when none finished: see Requests).
 	Requests int64            `json:"requests"`
 	Errors   int64            `json:"errors"`
 	Codes    map[string]int64 `json:"codes,omitempty"`
 	P50Ms    float64          `json:"p50_ms"`
 	P99Ms    float64          `json:"p99_ms"`
 	MaxMs    float64          `json:"max_ms"`
-	// Server side (deltas of the summed /metrics counters; zero when the
-	// scrape failed, see ScrapeFailed): recomputes and gets of the watched
-	// caches, and database queries of any kind.
+	// Server side, summed over the targets: the increase of the watched
+	// caches' recomputes and gets and of the database queries in the
+	// interval. A target's counter reset counts from 0; a target that could
+	// not be scraped for a while has its increase over the gap spread over
+	// the gap's intervals by their length. ScrapeFailed marks intervals
+	// some target's figures never arrived for (incomplete, a gap in the
+	// charts); ScrapeErrors counts the targets whose scrape at the interval's
+	// end failed.
 	Recomputes   float64 `json:"recomputes"`
 	Gets         float64 `json:"gets"`
 	Served       float64 `json:"served_from_cache"` // hit + early_refresh + stale
 	DBQueries    float64 `json:"db_queries"`
 	ScrapeFailed bool    `json:"scrape_failed,omitempty"`
+	ScrapeErrors int     `json:"scrape_errors,omitempty"`
 }
 
 // HitRatio is Served/Gets, NaN for an interval without gets (a gap in a
@@ -43,42 +49,55 @@ func (p Point) HitRatio() float64 {
 	return p.Served / p.Gets
 }
 
-// Timeline samples a run once per interval into Points. Record is called
-// for every result (safe for concurrent use); run does the sampling.
+// Timeline samples a run into Points: Record takes every result (safe for
+// concurrent use), Run closes an interval every tick and scrapes every
+// target at once, each bounded by a short timeout, so a hung target never
+// stops the clock. Increase is the run's server-side totals.
 type Timeline struct {
 	targets  Targets
 	cache    map[string]string // label filter of the cachex series watched; nil: every cache
 	interval time.Duration
-	cuts     chan cut      // SetSegment -> run: close the interval now
-	stopped  chan struct{} // closed when run returns
+	cuts     chan cut      // SetSegment -> Run: close the interval now
+	stopped  chan struct{} // closed when Run returns
 
 	mu        sync.Mutex
 	running   bool
+	start     time.Time
 	segment   string
-	win       *Histogram
+	win       *Histogram // the open interval's latencies
+	lastWin   *Histogram // the last closed point's, to merge a sliver into it
 	reqs      int64
 	errs      int64
 	codes     map[string]int64
 	points    []Point
 	bySegment map[string]*Histogram // every latency, per segment
+	last      []targetState         // per target
+	total     scrape.Samples        // increase since each target's baseline, summed
 }
 
-// NewTimeline returns a timeline over targets that watches the caches
-// matching cache (nil: all).
-func NewTimeline(targets Targets, cache map[string]string, interval time.Duration) *Timeline {
-	return &Timeline{targets: targets, cache: cache, interval: interval,
-		cuts: make(chan cut), stopped: make(chan struct{}),
-		win: NewHistogram(), codes: map[string]int64{}, bySegment: map[string]*Histogram{}}
+// targetState is what a target's last successful scrape said, and when.
+type targetState struct {
+	samples scrape.Samples // nil: no successful scrape yet
+	at      float64        // seconds since start
 }
 
-// cut asks run to close the current interval and start segment s.
+// cut asks Run to close the current interval and start segment s.
 type cut struct {
 	segment string
 	done    chan struct{}
 }
 
+// NewTimeline returns a timeline over targets that watches the caches
+// matching cache (nil: all), with a point every interval.
+func NewTimeline(targets Targets, cache map[string]string, interval time.Duration) *Timeline {
+	return &Timeline{targets: targets, cache: cache, interval: interval,
+		cuts: make(chan cut), stopped: make(chan struct{}),
+		win: NewHistogram(), codes: map[string]int64{}, bySegment: map[string]*Histogram{},
+		last: make([]targetState, len(targets)), total: scrape.Samples{}}
+}
+
 // SetSegment names the part of the run the following results and points
-// belong to ("before", "outage", ...). While run samples, it first closes
+// belong to ("before", "outage", ...). While Run samples, it first closes
 // the current interval, so no point straddles two segments.
 func (tl *Timeline) SetSegment(s string) {
 	tl.mu.Lock()
@@ -144,12 +163,29 @@ func (tl *Timeline) Points() []Point {
 	return append([]Point(nil), tl.points...)
 }
 
-// run samples every interval until ctx ends, then takes a last sample so
-// the tail of the run is not lost. The first scrape is the baseline.
-func (tl *Timeline) run(ctx context.Context) {
+// Increase returns how much every counter series grew over the run, summed
+// over the targets (see scrape.Increase), from each target's first
+// successful scrape to its last.
+func (tl *Timeline) Increase() scrape.Samples {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	out := scrape.Samples{}
+	out.Add(tl.total)
+	return out
+}
+
+// Start takes the baseline scrape; call it before the load starts.
+func (tl *Timeline) Start(ctx context.Context) {
+	tl.mu.Lock()
+	tl.start = time.Now()
+	tl.mu.Unlock()
+	tl.observe(0, tl.scrape(ctx))
+}
+
+// Run closes an interval every tick until ctx ends, then a last one so the
+// tail of the run is not lost. Call Start first.
+func (tl *Timeline) Run(ctx context.Context) {
 	defer close(tl.stopped)
-	start := time.Now()
-	prev, _ := tl.targets.Scrape(ctx)
 	tl.mu.Lock()
 	tl.running = true
 	tl.mu.Unlock()
@@ -158,9 +194,9 @@ func (tl *Timeline) run(ctx context.Context) {
 	for {
 		select {
 		case <-t.C:
-			prev = tl.sample(ctx, start, prev)
+			tl.sample(ctx, false)
 		case c := <-tl.cuts:
-			prev = tl.sample(ctx, start, prev)
+			tl.sample(ctx, true)
 			tl.mu.Lock()
 			tl.segment = c.segment
 			tl.mu.Unlock()
@@ -168,40 +204,106 @@ func (tl *Timeline) run(ctx context.Context) {
 			close(c.done)
 		case <-ctx.Done():
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			tl.sample(sctx, start, prev)
+			tl.sample(sctx, false)
 			cancel()
+			tl.finish()
 			return
 		}
 	}
 }
 
-// sample closes the current interval: it scrapes the targets, appends a
-// Point with the client figures and the counter deltas since prev, and
-// returns the new baseline (prev again when the scrape failed, so the next
-// point covers both intervals).
-func (tl *Timeline) sample(ctx context.Context, start time.Time, prev scrape.Samples) scrape.Samples {
-	cur, err := tl.targets.Scrape(ctx)
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+// ScrapeResult is one target's scrape.
+type ScrapeResult struct {
+	Samples scrape.Samples
+	Err     error
+}
 
+// scrape reads every target at once, each bounded by half the interval.
+func (tl *Timeline) scrape(ctx context.Context) []ScrapeResult {
+	out := make([]ScrapeResult, len(tl.targets))
+	var wg sync.WaitGroup
+	for i, c := range tl.targets {
+		wg.Go(func() {
+			sctx, cancel := context.WithTimeout(ctx, max(tl.interval/2, 100*time.Millisecond))
+			defer cancel()
+			out[i].Samples, out[i].Err = c.Scrape(sctx)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// sample closes the current interval at now: see closeAt.
+func (tl *Timeline) sample(ctx context.Context, isCut bool) {
+	now := time.Since(tl.start).Seconds()
+	tl.closeAt(now, isCut, tl.scrape(ctx))
+}
+
+// closeAt closes the interval ending at now (seconds since start) with the
+// scrapes taken then. A cut less than half an interval after the last point
+// extends that point instead of making a sliver whose rates would be
+// spikes.
+func (tl *Timeline) closeAt(now float64, isCut bool, res []ScrapeResult) {
+	tl.mu.Lock()
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	prevT := 0.0
+	if n := len(tl.points); n > 0 {
+		prevT = tl.points[n-1].T
+	}
+	merge := isCut && len(tl.points) > 0 && now-prevT < tl.interval.Seconds()/2
+	var p *Point
+	if merge {
+		p = &tl.points[len(tl.points)-1]
+		tl.lastWin.Merge(tl.win)
+		tl.win = tl.lastWin
+		p.Requests += tl.reqs
+		p.Errors += tl.errs
+		for k, v := range tl.codes {
+			if p.Codes == nil {
+				p.Codes = map[string]int64{}
+			}
+			p.Codes[k] += v
+		}
+	} else {
+		tl.points = append(tl.points, Point{Segment: tl.segment, Requests: tl.reqs, Errors: tl.errs, Codes: tl.codes})
+		p = &tl.points[len(tl.points)-1]
+	}
+	p.T = now
+	p.P50Ms, p.P99Ms, p.MaxMs = ms(tl.win.Percentile(50)), ms(tl.win.Percentile(99)), ms(tl.win.Max())
+	p.ScrapeErrors = 0
+	for _, r := range res {
+		if r.Err != nil {
+			p.ScrapeErrors++
+		}
+	}
+	tl.lastWin, tl.win = tl.win, NewHistogram()
+	tl.reqs, tl.errs, tl.codes = 0, 0, map[string]int64{}
+	tl.mu.Unlock()
+	tl.observe(now, res)
+}
+
+// observe takes in the scrapes taken at now: each successful one adds its
+// increase since the target's last success to the totals and spreads it
+// over the points since then.
+func (tl *Timeline) observe(now float64, res []ScrapeResult) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	p := Point{
-		T: time.Since(start).Seconds(), Segment: tl.segment,
-		Requests: tl.reqs, Errors: tl.errs, Codes: tl.codes,
-		P50Ms: ms(tl.win.Percentile(50)), P99Ms: ms(tl.win.Percentile(99)), MaxMs: ms(tl.win.Max()),
-	}
-	tl.reqs, tl.errs, tl.codes, tl.win = 0, 0, map[string]int64{}, NewHistogram()
-	if err != nil || prev == nil {
-		p.ScrapeFailed = true
-		tl.points = append(tl.points, p)
-		if prev == nil {
-			return cur
+	for i, r := range res {
+		if r.Err != nil {
+			continue
 		}
-		return prev
+		st := &tl.last[i]
+		if st.samples != nil {
+			inc := scrape.Increase(st.samples, r.Samples)
+			tl.total.Add(inc)
+			tl.spread(st.at, now, tl.watched(inc))
+		}
+		*st = targetState{samples: r.Samples, at: now}
 	}
-	delta := func(name string, labels map[string]string) float64 {
-		return cur.Sum(name, labels) - prev.Sum(name, labels)
-	}
+}
+
+// watched are the figures a Point holds, from one target's increase.
+func (tl *Timeline) watched(inc scrape.Samples) Point {
 	with := func(k, v string) map[string]string {
 		m := map[string]string{k: v}
 		for a, b := range tl.cache {
@@ -209,21 +311,59 @@ func (tl *Timeline) sample(ctx context.Context, start time.Time, prev scrape.Sam
 		}
 		return m
 	}
-	p.Recomputes = delta("cachex_recomputes_total", tl.cache)
-	p.Gets = delta("cachex_gets_total", tl.cache)
-	for _, r := range []string{"hit", "early_refresh", "stale"} {
-		p.Served += delta("cachex_gets_total", with("result", r))
+	p := Point{
+		Recomputes: inc.Sum("cachex_recomputes_total", tl.cache),
+		Gets:       inc.Sum("cachex_gets_total", tl.cache),
+		DBQueries:  inc.Sum("catalog_db_query_duration_seconds_count", nil),
 	}
-	p.DBQueries = delta("catalog_db_query_duration_seconds_count", nil)
-	tl.points = append(tl.points, p)
-	return cur
+	for _, r := range []string{"hit", "early_refresh", "stale"} {
+		p.Served += inc.Sum("cachex_gets_total", with("result", r))
+	}
+	return p
 }
 
-// RunSampled runs r while tl samples, and returns when both have stopped.
+// spread adds w's figures, which grew between from and to, to the points
+// covering that span, in proportion to how much of it each covers.
+func (tl *Timeline) spread(from, to float64, w Point) {
+	if to <= from {
+		return
+	}
+	prevT := 0.0
+	for i := range tl.points {
+		p := &tl.points[i]
+		lo, hi := max(prevT, from), min(p.T, to)
+		prevT = p.T
+		if hi <= lo {
+			continue
+		}
+		f := (hi - lo) / (to - from)
+		p.Recomputes += f * w.Recomputes
+		p.Gets += f * w.Gets
+		p.Served += f * w.Served
+		p.DBQueries += f * w.DBQueries
+	}
+}
+
+// finish marks the points some target's figures never arrived for.
+func (tl *Timeline) finish() {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	for i := range tl.points {
+		for _, st := range tl.last {
+			if st.samples == nil || st.at < tl.points[i].T {
+				tl.points[i].ScrapeFailed = true
+			}
+		}
+	}
+}
+
+// RunSampled takes tl's baseline, runs r while tl samples, and returns when
+// both have stopped.
 func RunSampled(ctx context.Context, r *Runner, tl *Timeline) (Summary, error) {
+	tl.Start(ctx)
 	tlCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); tl.run(tlCtx) }()
+	go func() { defer close(done); tl.Run(tlCtx) }()
 	rs, err := r.Run(ctx)
 	stop()
 	<-done

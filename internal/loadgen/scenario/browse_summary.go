@@ -171,22 +171,24 @@ func (s *BrowseSummary) Report() report.Report {
 	}
 	latency := report.Chart{File: "latency.png", Title: "Client latency per second (from the scheduled start)", XLabel: "seconds", YLabel: "ms", LogY: true, Shade: shade,
 		Lines: []report.Line{
-			timelineLine("p50", s.Timeline, func(p loadgen.Point, _ float64) float64 { return p.P50Ms }),
-			timelineLine("p99", s.Timeline, func(p loadgen.Point, _ float64) float64 { return p.P99Ms }),
+			timelineLine("p50", s.Timeline, latencyY(func(p loadgen.Point) float64 { return p.P50Ms })),
+			timelineLine("p99", s.Timeline, latencyY(func(p loadgen.Point) float64 { return p.P99Ms })),
 		}}
 	db := report.Chart{File: "db_load.png", Title: "Database work per second", XLabel: "seconds", YLabel: "per second", Shade: shade,
 		Lines: []report.Line{
-			timelineLine("database queries", s.Timeline, func(p loadgen.Point, dt float64) float64 { return p.DBQueries / dt }),
-			timelineLine("cache recomputes", s.Timeline, func(p loadgen.Point, dt float64) float64 { return p.Recomputes / dt }),
+			timelineLine("database queries", s.Timeline, serverRate(func(p loadgen.Point) float64 { return p.DBQueries })),
+			timelineLine("cache recomputes", s.Timeline, serverRate(func(p loadgen.Point) float64 { return p.Recomputes })),
 		}}
 	hits := report.Chart{File: "hit_ratio.png", Title: "Hit ratio per second, all caches", XLabel: "seconds", YLabel: "served from cache",
 		YMin: ptr(0.0), YMax: ptr(1.0), Shade: shade,
-		Lines: []report.Line{timelineLine("hit ratio", s.Timeline, func(p loadgen.Point, _ float64) float64 { return p.HitRatio() })}}
+		Lines: []report.Line{timelineLine("hit ratio", s.Timeline, serverHitRatio)}}
+	errs := errorsChart([]string{""}, [][]loadgen.Point{s.Timeline}, "seconds")
+	errs.Shade = shade
 	intro := fmt.Sprintf("%g requests/s (open model) on %s for %gs: Zipf(s=%g) over %d products, %g%% batch reads of %d, %g%% searches.",
 		s.RateRPS, s.Target, s.Seconds, s.ZipfS, s.Products, s.BatchPercent, s.BatchSize, s.SearchPercent)
 	if s.OutageForSeconds > 0 {
 		intro += fmt.Sprintf(" The cache's Redis was unavailable (fault knob cache_redis_down_percent=100) from %gs to %gs.",
 			s.OutageAtSeconds, s.OutageAtSeconds+s.OutageForSeconds)
 	}
-	return report.Report{Title: "Browse", Intro: intro, Tables: []report.Table{eps, segs}, Charts: []report.Chart{latency, db, hits}, Notes: s.Failures}
+	return report.Report{Title: "Browse", Intro: intro, Tables: []report.Table{eps, segs}, Charts: []report.Chart{latency, db, hits, errs}, Notes: s.Failures}
 }

@@ -44,6 +44,7 @@ type Config struct {
 	AdminToken   string
 	ReportDir    string // "": a new scratch directory per run
 	MaxErrorRate float64
+	PauseDemo    *url.URL // a running demo's -metrics-addr to pause during the run; nil: none
 
 	HotKeys HotKeys      // stampede, demo
 	Mix     Mix          // browse, demo
@@ -52,7 +53,7 @@ type Config struct {
 
 // register adds the shared flags to fs. getenv supplies the LOADGEN_TARGET
 // and ADMIN_TOKEN fallbacks.
-func (c *Config) register(fs *flag.FlagSet, target *string, getenv func(string) string) {
+func (c *Config) register(fs *flag.FlagSet, target, pauseDemo *string, getenv func(string) string) {
 	targetDefault := defaultTarget
 	if v := getenv("LOADGEN_TARGET"); v != "" {
 		targetDefault = v
@@ -77,13 +78,23 @@ func (c *Config) register(fs *flag.FlagSet, target *string, getenv func(string) 
 		"where stampede, browse, reserve and lostlock write summary.json, report.md and the PNG charts (default: a new scratch directory, printed at the end)")
 	fs.Float64Var(&c.MaxErrorRate, "max-error-rate", defaultMaxErrorRate,
 		"fail the run when (errors + dropped) / scheduled requests exceeds this")
+	fs.StringVar(pauseDemo, "pause-demo", "",
+		"base URL of a running demo's -metrics-addr (e.g. http://127.0.0.1:9102): pause it for this run and resume it after, so it does not change the API's settings under the run")
 	c.HotKeys.register(fs)
 	c.Mix.register(fs)
 	c.Reserve.register(fs)
 }
 
-// validate checks the shared flags; target is -target as given.
-func (c *Config) validate(target string) error {
+// validate checks the shared flags; target and pauseDemo are -target and
+// -pause-demo as given.
+func (c *Config) validate(target, pauseDemo string) error {
+	if pauseDemo != "" {
+		u, err := loadgen.ParseTarget(pauseDemo, c.AllowRemote)
+		if err != nil {
+			return fmt.Errorf("-pause-demo: %w", err)
+		}
+		c.PauseDemo = u
+	}
 	c.Targets = nil
 	for _, raw := range strings.Split(target, ",") {
 		if raw = strings.TrimSpace(raw); raw == "" {
@@ -138,8 +149,8 @@ func ParseArgs(args []string, getenv func(string) string, usage io.Writer) (Scen
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(usage)
 	cfg := &Config{}
-	var target string
-	cfg.register(fs, &target, getenv)
+	var target, pauseDemo string
+	cfg.register(fs, &target, &pauseDemo, getenv)
 	all := All(cfg)
 	for _, s := range all {
 		s.register(fs)
@@ -158,7 +169,7 @@ func ParseArgs(args []string, getenv func(string) string, usage io.Writer) (Scen
 	if fs.NArg() > 1 {
 		return nil, nil, fmt.Errorf("at most one scenario, got %q", fs.Args())
 	}
-	if err := cfg.validate(target); err != nil {
+	if err := cfg.validate(target, pauseDemo); err != nil {
 		return nil, nil, err
 	}
 	name := fs.Arg(0)

@@ -13,10 +13,6 @@ import (
 	"github.com/stampede-lab/stampede/internal/loadgen"
 )
 
-// demoChunk bounds each Runner of the endless mix; the mix restarts its
-// schedule every chunk (a Runner must stop by itself).
-const demoChunk = time.Minute
-
 // Demo is the endless mix compose runs: browsing, reservations and
 // cancellations, and a stampede burst every -burst-every.
 type Demo struct {
@@ -61,37 +57,54 @@ func (d *Demo) check() error {
 	return d.cfg.needAdmin("demo")
 }
 
-// Run runs the endless mix until ctx ends or -duration passes: browsing
-// at -rate, reservations and cancellations at -demo-reserve-rate, and a
-// stampede burst every -burst-every. A failed admin call or request is
-// logged and counted, never fatal: the demo keeps going while replicas
-// restart. It prints the per-series figures when it stops and writes no
-// report.
+// Run runs the endless mix until ctx ends or -duration passes: browsing at
+// -rate, reservations and cancellations at -demo-reserve-rate, and a
+// stampede burst every -burst-every, each an open-model schedule of its own.
+// POST /demo/pause on loadgen's -metrics-addr stops all of it (and cancels
+// the demo's open holds) until POST /demo/resume, so an experiment can run
+// against the same API undisturbed; GET /demo says which. A failed admin
+// call or request is logged and counted, never fatal: the demo keeps going
+// while replicas restart. It prints the per-series figures when it stops.
 func (d *Demo) Run(ctx context.Context, e *Env) error {
-	if d := e.cfg.Duration; d > 0 {
+	if dur := e.cfg.Duration; dur > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
+		ctx, cancel = context.WithTimeout(ctx, dur)
 		defer cancel()
 	}
-	e.stats.SetPhase("steady")
-	var wg sync.WaitGroup
-	b := newBrowser(e.cfg.Mix, uint64(time.Now().UnixNano()))
-	wg.Go(func() {
-		repeat(ctx, e.cfg.Rate, e.cfg.MaxInFlight, func(ctx context.Context, req loadgen.Request) loadgen.Outcome {
-			endpoint, path := b.next()
-			return e.targets.Pick(req.Seq).Get(ctx, endpoint, path, nil)
-		}, func(res loadgen.Result) { e.observe("browse", res) })
-	})
-	if d.reserveRate > 0 {
-		rv := &reserver{skus: e.cfg.Reserve.SKUs}
-		wg.Go(func() {
-			repeat(ctx, d.reserveRate, e.cfg.MaxInFlight, func(ctx context.Context, req loadgen.Request) loadgen.Outcome {
-				return rv.do(ctx, e.targets.Pick(req.Seq), req.Seq)
-			}, func(res loadgen.Result) { e.observe("reserve", res) })
-		})
+	g, err := newGate(e)
+	if err != nil {
+		return err
 	}
-	wg.Go(func() { d.bursts(ctx, e) })
-	wg.Wait()
+	rv := &reserver{skus: e.cfg.Reserve.SKUs}
+	b := newBrowser(e.cfg.Mix, uint64(time.Now().UnixNano()))
+	burst := 0 // the next -phases strategy, kept across pauses
+	for g.wait(ctx) {
+		runCtx, stop := context.WithCancel(ctx)
+		e.stats.SetPhase("steady")
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			forever(runCtx, e.cfg.Rate, e.cfg.MaxInFlight, func(ctx context.Context, req loadgen.Request) loadgen.Outcome {
+				endpoint, path := b.next()
+				return e.targets.Pick(req.Seq).Get(ctx, endpoint, path, nil)
+			}, func(res loadgen.Result) { e.observe("browse", res) })
+		})
+		if d.reserveRate > 0 {
+			wg.Go(func() {
+				forever(runCtx, d.reserveRate, e.cfg.MaxInFlight, func(ctx context.Context, req loadgen.Request) loadgen.Outcome {
+					return rv.do(ctx, e.targets.Pick(req.Seq), req.Seq)
+				}, func(res loadgen.Result) { e.observe("reserve", res) })
+			})
+		}
+		wg.Go(func() { burst = d.bursts(runCtx, e, burst) })
+		g.untilPaused(ctx)
+		stop()
+		wg.Wait()
+		d.release(ctx, e, rv)
+		if ctx.Err() == nil {
+			e.stats.SetPhase("paused")
+			fmt.Fprintln(e.stderr, "loadgen: demo paused (POST /demo/resume to go on)")
+		}
+	}
 	keys, series := e.stats.Series()
 	fmt.Fprintf(e.stdout, "%-10s %-16s %-9s %9s %9s %9s\n", "scenario", "endpoint", "code", "requests", "p50ms", "p99ms")
 	for i, k := range keys {
@@ -99,34 +112,37 @@ func (d *Demo) Run(ctx context.Context, e *Env) error {
 		fmt.Fprintf(e.stdout, "%-10s %-16s %-9s %9d %9.2f %9.2f\n", k.Scenario, k.Endpoint, k.Code, series[i].Requests,
 			ms(series[i].Latency.Percentile(50)), ms(series[i].Latency.Percentile(99)))
 	}
+	if n := rv.openCount(); n > 0 {
+		return fmt.Errorf("%d demo reservations could not be cancelled (they expire with their hold)", n)
+	}
 	return nil
 }
 
-// repeat runs open-model load at rate in chunks of demoChunk until ctx ends.
-// Requests in flight when ctx ends finish (bounded by the client timeout)
-// instead of being cut off and counted as timeouts.
-func repeat(ctx context.Context, rate float64, maxInFlight int, do func(context.Context, loadgen.Request) loadgen.Outcome, onResult func(loadgen.Result)) {
-	for ctx.Err() == nil {
-		r := &loadgen.Runner{Rate: rate, Duration: demoChunk, MaxInFlight: maxInFlight, OnResult: onResult,
-			Do: func(ctx context.Context, req loadgen.Request) loadgen.Outcome {
-				return do(context.WithoutCancel(ctx), req)
-			}}
-		_, _ = r.Run(ctx) // the only errors are ctx's and configuration ones validated earlier
-	}
+// forever runs one open-model schedule at rate until ctx ends. Requests in
+// flight then finish (bounded by the client timeout) instead of being cut
+// off and counted as timeouts.
+func forever(ctx context.Context, rate float64, maxInFlight int, do func(context.Context, loadgen.Request) loadgen.Outcome, onResult func(loadgen.Result)) {
+	r := &loadgen.Runner{Rate: rate, UntilCanceled: true, MaxInFlight: maxInFlight, OnResult: onResult,
+		Do: func(ctx context.Context, req loadgen.Request) loadgen.Outcome {
+			return do(context.WithoutCancel(ctx), req)
+		}}
+	_, _ = r.Run(ctx) // the only errors are ctx's and configuration ones validated earlier
 }
 
-// bursts waits -burst-every, then drives a stampede burst with the next
-// -phases strategy, until ctx ends.
-func (d *Demo) bursts(ctx context.Context, e *Env) {
+// bursts waits -burst-every minus -burst-for, then drives a stampede burst
+// with the next -phases strategy (next is its index), until ctx ends; it
+// returns the index of the strategy after the last burst.
+func (d *Demo) bursts(ctx context.Context, e *Env, next int) int {
 	hk := e.cfg.HotKeys
 	read := hotKeyReads(e.targets, hk.Keys)
-	for i := 0; ; i++ {
+	for {
 		select {
 		case <-ctx.Done():
-			return
+			return next
 		case <-time.After(d.burstEvery - d.burstFor):
 		}
-		p := hk.Phases[i%len(hk.Phases)]
+		p := hk.Phases[next%len(hk.Phases)]
+		next++
 		if err := p.apply(ctx, e.targets, e.cfg.AdminToken); err != nil && ctx.Err() == nil {
 			fmt.Fprintln(e.stderr, "loadgen: burst: set strategy:", err)
 		}
@@ -142,10 +158,31 @@ func (d *Demo) bursts(ctx context.Context, e *Env) {
 	}
 }
 
+// release cancels every reservation the demo holds, retrying failures for
+// up to releaseFor, so a paused or stopped demo leaves no hold behind.
+func (d *Demo) release(ctx context.Context, e *Env, rv *reserver) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseFor)
+	defer cancel()
+	for seq := int64(0); rv.openCount() > 0 && ctx.Err() == nil; seq++ {
+		out := rv.cancelOldest(ctx, e.targets.Pick(seq))
+		e.observe("reserve", loadgen.Result{Outcome: out})
+		if out.Err != nil {
+			select {
+			case <-time.After(200 * time.Millisecond):
+			case <-ctx.Done():
+			}
+		}
+	}
+}
+
+// releaseFor bounds how long a pausing or stopping demo retries the
+// cancellation of its holds; what is left expires with the hold TTL.
+const releaseFor = 30 * time.Second
+
 // reserver is demo's reservation traffic: it reserves one unit of a random
 // SKU, or cancels the oldest reservation it made, so the SKUs' stock is
-// reserved and released in turn and never runs out for good. Safe for
-// concurrent use.
+// reserved and released in turn and never runs out for good. A cancel that
+// fails is retried later. Safe for concurrent use.
 type reserver struct {
 	skus []int64
 	mu   sync.Mutex
@@ -155,17 +192,8 @@ type reserver struct {
 // do sends request seq: even ones reserve, odd ones cancel when there is a
 // reservation to cancel.
 func (rv *reserver) do(ctx context.Context, c *loadgen.Client, seq int64) loadgen.Outcome {
-	if seq%2 == 1 {
-		rv.mu.Lock()
-		var id int64
-		if len(rv.open) > 0 {
-			id, rv.open = rv.open[0], rv.open[1:]
-		}
-		rv.mu.Unlock()
-		if id != 0 {
-			out, _ := c.PostJSON(ctx, "cancel", fmt.Sprintf("/v1/reservations/%d/cancel", id), map[string]any{}, nil, loadgen.Expect(http.StatusConflict))
-			return out
-		}
+	if seq%2 == 1 && rv.openCount() > 0 {
+		return rv.cancelOldest(ctx, c)
 	}
 	body := map[string]any{
 		"product_id":      rv.skus[rand.IntN(len(rv.skus))],
@@ -184,4 +212,32 @@ func (rv *reserver) do(ctx context.Context, c *loadgen.Client, seq int64) loadge
 		}
 	}
 	return out
+}
+
+// cancelOldest cancels the oldest open reservation. 200 and 409 (already
+// cancelled or expired) settle it; any other answer puts it back to be
+// tried again.
+func (rv *reserver) cancelOldest(ctx context.Context, c *loadgen.Client) loadgen.Outcome {
+	rv.mu.Lock()
+	if len(rv.open) == 0 {
+		rv.mu.Unlock()
+		return loadgen.Outcome{Endpoint: "cancel", Code: "-"}
+	}
+	id := rv.open[0]
+	rv.open = rv.open[1:]
+	rv.mu.Unlock()
+	out, _ := c.PostJSON(ctx, "cancel", fmt.Sprintf("/v1/reservations/%d/cancel", id), map[string]any{}, nil, loadgen.Expect(http.StatusConflict))
+	if out.Err != nil {
+		rv.mu.Lock()
+		rv.open = append(rv.open, id)
+		rv.mu.Unlock()
+	}
+	return out
+}
+
+// openCount is the number of reservations not yet cancelled.
+func (rv *reserver) openCount() int {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	return len(rv.open)
 }

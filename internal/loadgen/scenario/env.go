@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 
@@ -22,29 +23,31 @@ const requestTimeout = 30 * time.Second
 // the client-side stats behind the progress line and loadgen's /metrics, and
 // the output streams.
 type Env struct {
-	cfg     *Config
-	targets loadgen.Targets
-	stats   *loadgen.Stats
-	metrics *loadgen.Metrics
-	mux     *http.ServeMux // loadgen's own endpoints on -metrics-addr
-	stdout  io.Writer
-	stderr  io.Writer
+	cfg      *Config
+	targets  loadgen.Targets
+	stats    *loadgen.Stats
+	metrics  *loadgen.Metrics
+	registry *prometheus.Registry // loadgen's own /metrics
+	mux      *http.ServeMux       // loadgen's own endpoints on -metrics-addr
+	stdout   io.Writer
+	stderr   io.Writer
 }
 
 // Run runs s with cfg: it serves loadgen's /metrics on cfg.MetricsAddr (when
 // set) and shows progress on stderr while s runs, and stops both before
 // returning s's verdict.
-func Run(ctx context.Context, s Scenario, cfg *Config, stdout, stderr io.Writer) error {
+func Run(ctx context.Context, s Scenario, cfg *Config, stdout, stderr io.Writer) (err error) {
 	targets, err := loadgen.NewTargets(cfg.Targets, requestTimeout)
 	if err != nil {
 		return err
 	}
 	defer targets.CloseIdleConnections()
-	metrics, err := loadgen.NewMetrics(prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	metrics, err := loadgen.NewMetrics(reg)
 	if err != nil {
 		return err
 	}
-	e := &Env{cfg: cfg, targets: targets, stats: loadgen.NewStats(nil), metrics: metrics,
+	e := &Env{cfg: cfg, targets: targets, stats: loadgen.NewStats(nil), metrics: metrics, registry: reg,
 		mux: http.NewServeMux(), stdout: stdout, stderr: stderr}
 	e.mux.Handle("GET /metrics", metrics.Handler())
 	if cfg.MetricsAddr != "" {
@@ -54,10 +57,39 @@ func Run(ctx context.Context, s Scenario, cfg *Config, stdout, stderr io.Writer)
 		}
 		defer stop()
 	}
+	if cfg.PauseDemo != nil && s.Name() != "demo" {
+		resume, err := pauseDemo(ctx, cfg.PauseDemo)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, resume()) }()
+	}
 	stopProgress := loadgen.StartProgress(e.stats, stderr, loadgen.IsTerminal(stderr), time.Second)
 	err = s.Run(ctx, e)
 	stopProgress()
 	return err
+}
+
+// pauseDemo pauses the demo whose listener is at u and returns the function
+// that resumes it (with a fresh context: the run's may be cancelled).
+func pauseDemo(ctx context.Context, u *url.URL) (resume func() error, err error) {
+	c, err := loadgen.NewClient(u.String(), 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	post := func(ctx context.Context, path string) error {
+		if out, _ := c.PostJSON(ctx, "demo", path, struct{}{}, nil, nil); out.Err != nil {
+			return fmt.Errorf("-pause-demo: POST %s%s: %w", u, path, out.Err)
+		}
+		return nil
+	}
+	if err := post(ctx, "/demo/pause"); err != nil {
+		return nil, err
+	}
+	return func() error {
+		defer c.CloseIdleConnections()
+		return post(context.WithoutCancel(ctx), "/demo/resume")
+	}, nil
 }
 
 // observe records a Runner result of scenario for the progress line and

@@ -131,7 +131,7 @@ func (l *LostLock) Run(ctx context.Context, e *Env) (err error) {
 	}
 	var failErr error
 	for _, run := range sum.Modes {
-		rerr := run.Reserve.check(cfg.MaxErrorRate)
+		rerr := run.Reserve.check(cfg.MaxErrorRate, cfg.Reserve.MaxBusyRate)
 		for _, f := range run.Reserve.Failures {
 			sum.Failures = append(sum.Failures, run.Mode+": "+f)
 		}

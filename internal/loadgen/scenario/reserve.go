@@ -141,6 +141,7 @@ type reserveState struct {
 	createdQ  map[int64]int
 	createdN  map[int64]int
 	createdRs []reservation
+	unknown   []reservation // fresh keys whose answer said nothing about the outcome
 }
 
 // pickReplay returns a random earlier created reservation, if any.
@@ -165,6 +166,14 @@ func readInventories(ctx context.Context, client *loadgen.Client, ids []int64) (
 	}
 	return out, nil
 }
+
+// Reconciliation of unknown outcomes: attempts per reservation and the
+// pause between them (a busy lock or a restarting replica clears in a few
+// seconds).
+const (
+	reconcileAttempts = 5
+	reconcilePause    = time.Second
+)
 
 // reserveCounters are the API counters a reserve run reports the change of.
 var reserveCounters = []struct {
@@ -193,7 +202,7 @@ func (r *Reserve) Run(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	failErr := sum.check(e.cfg.MaxErrorRate)
+	failErr := sum.check(e.cfg.MaxErrorRate, e.cfg.Reserve.MaxBusyRate)
 	if err := e.writeReport(r.Name(), sum, sum.Report()); err != nil {
 		return err
 	}
@@ -201,22 +210,41 @@ func (r *Reserve) Run(ctx context.Context, e *Env) error {
 	return failErr
 }
 
-// check adds the error rate's failure to s.Failures and returns them all
-// as one error: errInvariant for the invariant's and the replays',
+// check adds the verdict's other failures to s.Failures and returns them
+// all as one error: errInvariant for the invariant's, the replays' and the
+// unresolved outcomes'; errNothingTested when no reservation was created or
+// busy answers passed maxBusyRate (the invariant was hardly exercised);
 // errErrorRate for the error rate's. It sets s.Passed.
-func (s *ReserveSummary) check(maxErrorRate float64) error {
+func (s *ReserveSummary) check(maxErrorRate, maxBusyRate float64) error {
+	if s.Unresolved > 0 {
+		s.Failures = append(s.Failures, fmt.Sprintf("%d reservations' outcome still unknown after %d attempts to replay them: the invariant cannot be checked exactly", s.Unresolved, reconcileAttempts))
+	}
 	var failErr error
 	if len(s.Failures) > 0 {
 		failErr = fmt.Errorf("%w: %s", errInvariant, strings.Join(s.Failures, "; "))
 	}
-	if s.ErrorRate > maxErrorRate {
-		msg := fmt.Sprintf("error rate %.4f > %.4f", s.ErrorRate, maxErrorRate)
+	fail := func(kind error, msg string) {
 		s.Failures = append(s.Failures, msg)
-		failErr = errors.Join(failErr, fmt.Errorf("%w: %s", errErrorRate, msg))
+		failErr = errors.Join(failErr, fmt.Errorf("%w: %s", kind, msg))
+	}
+	if s.Created == 0 {
+		fail(errNothingTested, "no reservation was created: the run tested nothing (out of stock, or every request refused)")
+	}
+	if s.Requests > 0 {
+		if r := float64(s.Busy) / float64(s.Requests); r > maxBusyRate {
+			fail(errNothingTested, fmt.Sprintf("%.4f of reservations answered 503 busy > -max-busy-rate %.4f", r, maxBusyRate))
+		}
+	}
+	if s.ErrorRate > maxErrorRate {
+		fail(errErrorRate, fmt.Sprintf("error rate %.4f > %.4f", s.ErrorRate, maxErrorRate))
 	}
 	s.Passed = len(s.Failures) == 0
 	return failErr
 }
+
+// errNothingTested is returned (wrapped) when a reserve run could not
+// exercise the invariant.
+var errNothingTested = errors.New("reserve run tested too little")
 
 // reserveLoad is one reserve run without its report: the load, the API's
 // counters and the inventories before and after, the invariant (with the
@@ -230,10 +258,6 @@ func reserveLoad(ctx context.Context, e *Env, oversell bool) (_ *ReserveSummary,
 	if err != nil {
 		return nil, nil, err
 	}
-	scrapeBefore, err := e.targets.Scrape(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
 	if rc.PausePercent > 0 {
 		knobs := map[string]int{"reservation_pause_ms": rc.PauseMS, "reservation_pause_percent": rc.PausePercent}
 		if err := e.targets.AdminPut(ctx, "/admin/faults", cfg.AdminToken, knobs); err != nil {
@@ -241,6 +265,7 @@ func reserveLoad(ctx context.Context, e *Env, oversell bool) (_ *ReserveSummary,
 		}
 		defer func() { err = errors.Join(err, resetFaults(e)) }()
 	}
+	// The answers' counters: the timeline's increase over the run (reset-safe).
 
 	sum := &ReserveSummary{
 		Scenario: "reserve", Target: e.targets.String(), RateRPS: cfg.Rate,
@@ -273,16 +298,20 @@ func reserveLoad(ctx context.Context, e *Env, oversell bool) (_ *ReserveSummary,
 	if err != nil {
 		return nil, nil, err
 	}
+	inc := tl.Increase()
+	for _, c := range reserveCounters {
+		sum.Server[c.label] = inc.Sum(c.name, c.labels)
+	}
+	// Settle the lost answers without the pause knob, then read the result.
+	if rc.PausePercent > 0 {
+		if err := resetFaults(e); err != nil {
+			return nil, nil, err
+		}
+	}
+	st.reconcile(ctx, client)
 	after, err := readInventories(ctx, client, rc.SKUs)
 	if err != nil {
 		return nil, nil, err
-	}
-	scrapeAfter, err := e.targets.Scrape(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, c := range reserveCounters {
-		sum.Server[c.label] = scrapeAfter.Sum(c.name, c.labels) - scrapeBefore.Sum(c.name, c.labels)
 	}
 	sum.Timeline = tl.Points()
 	sum.Finished = time.Now().UTC()
@@ -412,10 +441,60 @@ func (st *reserveState) do(ctx context.Context, client *loadgen.Client, rc Reser
 		out.Err = nil // contention, not a failure
 		out.Class = classBusy
 	default:
+		// A transport error, a timeout, 500 or 503 unavailable: the
+		// reservation may or may not have been made. reconcile finds out.
 		s.Errors++
 		if out.Err == nil {
 			out.Err = fmt.Errorf("unexpected answer %s %q", out.Code, problem.Type)
 		}
+		if !replay {
+			s.Unknown++
+			st.unknown = append(st.unknown, res)
+		}
 	}
 	return out
+}
+
+// reconcile settles every reservation whose answer was lost or said
+// nothing by sending it again with its idempotency key: 200 (made the
+// first time) or 201 (made now) counts it created, a 409 refusal not
+// made; anything else is retried a few times, then left unresolved.
+func (st *reserveState) reconcile(ctx context.Context, client *loadgen.Client) {
+	for _, res := range st.unknown {
+		body := map[string]any{"product_id": res.productID, "quantity": res.quantity, "idempotency_key": res.key}
+		resolved := false
+		for attempt := 0; attempt < reconcileAttempts && !resolved && ctx.Err() == nil; attempt++ {
+			if attempt > 0 {
+				select {
+				case <-time.After(reconcilePause):
+				case <-ctx.Done():
+				}
+			}
+			out, data := client.PostJSON(ctx, "reconcile", "/v1/reservations", body, nil, loadgen.Expect(http.StatusConflict))
+			var created struct {
+				ID int64 `json:"id"`
+			}
+			_ = json.Unmarshal(data, &created)
+			st.mu.Lock()
+			switch {
+			case (out.Code == "200" || out.Code == "201") && created.ID != 0:
+				res.id = created.ID
+				st.sum.Created++
+				st.sum.ReconciledCreated++
+				st.createdQ[res.productID] += res.quantity
+				st.createdN[res.productID]++
+				st.createdRs = append(st.createdRs, res)
+				resolved = true
+			case out.Code == "409":
+				st.sum.ReconciledNotCreated++
+				resolved = true
+			}
+			st.mu.Unlock()
+		}
+		if !resolved {
+			st.mu.Lock()
+			st.sum.Unresolved++
+			st.mu.Unlock()
+		}
+	}
 }

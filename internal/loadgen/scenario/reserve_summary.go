@@ -33,14 +33,21 @@ type ReserveSummary struct {
 	Insufficient     int64 `json:"insufficient"`
 	Fenced           int64 `json:"fenced"`
 	Busy             int64 `json:"busy"`
-	// Errors are transport failures and unexpected statuses; such a request
-	// may or may not have reserved, so errors can make the invariant fail.
-	Errors    int64                  `json:"errors"`
-	Dropped   int64                  `json:"dropped"`
-	ErrorRate float64                `json:"error_rate"` // (errors + dropped) / scheduled
-	ByCode    map[string]int64       `json:"by_code"`
-	RPS       float64                `json:"achieved_rps"`
-	Latency   loadgen.LatencySummary `json:"latency"`
+	// Errors are transport failures and unexpected statuses. Unknown counts
+	// the fresh reservations among them, which may or may not have been
+	// made; after the load each is sent again with its idempotency key:
+	// ReconciledCreated were made (counted in Created), ReconciledNotCreated
+	// refused, Unresolved never settled (the run fails).
+	Errors               int64                  `json:"errors"`
+	Unknown              int64                  `json:"unknown_outcomes"`
+	ReconciledCreated    int64                  `json:"reconciled_created"`
+	ReconciledNotCreated int64                  `json:"reconciled_not_created"`
+	Unresolved           int64                  `json:"unresolved"`
+	Dropped              int64                  `json:"dropped"`
+	ErrorRate            float64                `json:"error_rate"` // (errors + dropped) / scheduled
+	ByCode               map[string]int64       `json:"by_code"`
+	RPS                  float64                `json:"achieved_rps"`
+	Latency              loadgen.LatencySummary `json:"latency"`
 
 	// Server is deltas of the API's counters over the run (summed over the
 	// replicas): catalog_reservations_total by result and the inventory
@@ -102,10 +109,15 @@ func (s *ReserveSummary) WriteTable(w io.Writer) {
 // and latency second by second.
 func (s *ReserveSummary) Report() report.Report {
 	outcomes := report.Table{Title: "Outcomes",
-		Header: []string{"requests", "created", "replays ok", "replay mismatches", "insufficient", "fenced", "busy", "errors", "dropped", "p50 ms", "p99 ms", "max ms"},
+		Header: []string{"requests", "created", "replays ok", "replay mismatches", "insufficient", "fenced", "busy", "errors",
+			"unknown outcomes (made / not made / unresolved)", "dropped", "p50 ms", "p99 ms", "max ms"},
 		Rows: [][]string{{fmt.Sprint(s.Requests), fmt.Sprint(s.Created), fmt.Sprint(s.Replays), fmt.Sprint(s.ReplayMismatches),
-			fmt.Sprint(s.Insufficient), fmt.Sprint(s.Fenced), fmt.Sprint(s.Busy), fmt.Sprint(s.Errors), fmt.Sprint(s.Dropped),
-			f2(s.Latency.P50Ms), f2(s.Latency.P99Ms), f2(s.Latency.MaxMs)}},
+			fmt.Sprint(s.Insufficient), fmt.Sprint(s.Fenced), fmt.Sprint(s.Busy), fmt.Sprint(s.Errors),
+			fmt.Sprintf("%d (%d / %d / %d)", s.Unknown, s.ReconciledCreated, s.ReconciledNotCreated, s.Unresolved),
+			fmt.Sprint(s.Dropped), f2(s.Latency.P50Ms), f2(s.Latency.P99Ms), f2(s.Latency.MaxMs)}},
+		Note: "A reservation whose answer was lost (a transport error, a timeout, 500 or 503 unavailable) may or may not " +
+			"have been made; after the load it is sent again with its idempotency key, and counted created if the API " +
+			"returns it.",
 	}
 	server := report.Table{Title: "What the API counted", Header: []string{"counter", "delta"},
 		Note: "Differences of the API's /metrics between the start and the end of the run, summed over the replicas."}
@@ -121,13 +133,13 @@ func (s *ReserveSummary) Report() report.Report {
 	}
 	answers := report.Chart{File: "answers.png", Title: "Answers per second", XLabel: "seconds", YLabel: "answers / s"}
 	for _, class := range []string{classCreated, classReplayed, classInsufficient, classFenced, classBusy} {
-		answers.Lines = append(answers.Lines, timelineLine(class, s.Timeline, func(p loadgen.Point, dt float64) float64 { return float64(p.Codes[class]) / dt }))
+		answers.Lines = append(answers.Lines, timelineLine(class, s.Timeline, clientRate(func(p loadgen.Point) float64 { return float64(p.Codes[class]) })))
 	}
 	latency := report.Chart{File: "latency.png", Title: "Reservation latency per second (from the scheduled start)", XLabel: "seconds", YLabel: "ms", LogY: true,
 		Lines: []report.Line{
-			timelineLine("p50", s.Timeline, func(p loadgen.Point, _ float64) float64 { return p.P50Ms }),
-			timelineLine("p99", s.Timeline, func(p loadgen.Point, _ float64) float64 { return p.P99Ms }),
-			timelineLine("max", s.Timeline, func(p loadgen.Point, _ float64) float64 { return p.MaxMs }),
+			timelineLine("p50", s.Timeline, latencyY(func(p loadgen.Point) float64 { return p.P50Ms })),
+			timelineLine("p99", s.Timeline, latencyY(func(p loadgen.Point) float64 { return p.P99Ms })),
+			timelineLine("max", s.Timeline, latencyY(func(p loadgen.Point) float64 { return p.MaxMs })),
 		}}
 	intro := fmt.Sprintf("%g reservations/s (open model) on products %v of %s for %gs, %g%% replays of earlier idempotency keys.",
 		s.RateRPS, s.SKUs, s.Target, s.Seconds, s.ReplayPercent)
@@ -135,5 +147,6 @@ func (s *ReserveSummary) Report() report.Report {
 		intro += fmt.Sprintf(" Lost-lock knob on: %d%% of reservations pause %d ms inside the lock.", s.PausePercent, s.PauseMS)
 	}
 	return report.Report{Title: "Reserve: contention on a few SKUs", Intro: intro,
-		Tables: []report.Table{outcomes, inv, server}, Charts: []report.Chart{answers, latency}, Notes: s.Failures}
+		Tables: []report.Table{outcomes, inv, server}, Charts: []report.Chart{answers, latency, errorsChart([]string{""}, [][]loadgen.Point{s.Timeline}, "seconds")},
+		Notes: s.Failures}
 }

@@ -229,7 +229,7 @@ func TestReservePause(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := []string{"-target", url, "-admin-token", "t", "-rate", "10", "-duration", "500ms", "-metrics-addr", "", "-skus", "1",
-		"-pause-percent", "100", "-pause-ms", "2500", "-report-dir", dir, "reserve"}
+		"-pause-percent", "100", "-max-busy-rate", "1", "-pause-ms", "2500", "-report-dir", dir, "reserve"}
 	err := runArgs(ctx, args, &stdout, &stderr)
 	t.Logf("stdout:\n%s", stdout.String())
 	if err != nil {
@@ -275,7 +275,7 @@ func TestLostLockScenario(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := []string{"-target", url, "-admin-token", "t", "-rate", "10", "-duration", "1s", "-metrics-addr", "", "-skus", "2",
-		"-replay-percent", "0", "-pause-percent", "100", "-pause-ms", "2500", "-stock", "3", "-report-dir", dir, "lostlock"}
+		"-replay-percent", "0", "-pause-percent", "100", "-max-busy-rate", "1", "-pause-ms", "2500", "-stock", "3", "-report-dir", dir, "lostlock"}
 	err := runArgs(ctx, args, &stdout, &stderr)
 	t.Logf("stdout:\n%s", stdout.String())
 	if err != nil {

@@ -31,7 +31,14 @@ var (
 type Stampede struct {
 	cfg           *Config
 	phaseDuration time.Duration
+	force         bool
 }
+
+// minWindows is the shortest phase, in TTL windows, stampede accepts
+// without -force: the first window of a phase fills the cache (every key
+// misses once whatever the strategy), so with fewer than three the
+// per-window figures are mostly that fill.
+const minWindows = 3
 
 // Name is "stampede".
 func (*Stampede) Name() string { return "stampede" }
@@ -46,12 +53,19 @@ ratio, early refreshes and latency per strategy.`
 
 func (s *Stampede) register(fs *flag.FlagSet) {
 	fs.DurationVar(&s.phaseDuration, "phase-duration", 30*time.Second,
-		"stampede: how long each phase drives load (make it several -cache-ttl windows)")
+		"stampede: how long each phase drives load; at least three -cache-ttl windows unless -force")
+	fs.BoolVar(&s.force, "force", false,
+		"stampede: run phases shorter than three -cache-ttl windows (their per-window figures are mostly the first fill)")
 }
 
 func (s *Stampede) check() error {
-	if s.phaseDuration <= 0 {
+	ttl := s.cfg.HotKeys.CacheTTL
+	switch {
+	case s.phaseDuration <= 0:
 		return fmt.Errorf("-phase-duration must be > 0, got %v", s.phaseDuration)
+	case s.phaseDuration < minWindows*ttl && !s.force:
+		return fmt.Errorf("-phase-duration %v is shorter than %d -cache-ttl windows (%v): the figures would be mostly the first fill of the cache; lengthen it or pass -force",
+			s.phaseDuration, minWindows, minWindows*ttl)
 	}
 	return s.cfg.needAdmin("stampede")
 }
@@ -63,9 +77,15 @@ var errErrorRate = errors.New("error rate above -max-error-rate")
 // Run runs every phase in turn, writes the report (summary.json,
 // report.md, charts) and a table to stdout, and returns an error when a phase
 // could not run or the error rate passed the threshold (the report is
-// written in that case too).
-func (s *Stampede) Run(ctx context.Context, e *Env) error {
+// written in that case too). The cache's strategy is set back to what it
+// was on every target when the run ends, however it ends.
+func (s *Stampede) Run(ctx context.Context, e *Env) (err error) {
 	cfg, hk := e.cfg, e.cfg.HotKeys
+	restore, err := saveStrategy(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, restore()) }()
 	sum := &StampedeSummary{
 		Scenario:        s.Name(),
 		Target:          e.targets.String(),
@@ -108,6 +128,33 @@ func (s *Stampede) Run(ctx context.Context, e *Env) error {
 	return nil
 }
 
+// saveStrategy reads the category_stats strategy of every target and
+// returns a function that sets each back, with a fresh context (the run's
+// may be cancelled).
+func saveStrategy(ctx context.Context, e *Env) (restore func() error, err error) {
+	saved := make([]map[string]any, len(e.targets))
+	for i, c := range e.targets {
+		var caches map[string]map[string]any
+		if err := c.AdminGet(ctx, "/admin/caches", e.cfg.AdminToken, &caches); err != nil {
+			return nil, err
+		}
+		if saved[i] = caches[stampedeCache]; saved[i] == nil {
+			return nil, fmt.Errorf("%s: no %s cache in GET /admin/caches", c, stampedeCache)
+		}
+	}
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		var errs []error
+		for i, c := range e.targets {
+			if err := c.AdminPut(ctx, "/admin/caches/"+stampedeCache, e.cfg.AdminToken, saved[i]); err != nil {
+				errs = append(errs, fmt.Errorf("restore the %s strategy: %w", stampedeCache, err))
+			}
+		}
+		return errors.Join(errs...)
+	}, nil
+}
+
 // apply switches the category_stats cache of every target to p.
 func (p Phase) apply(ctx context.Context, ts loadgen.Targets, token string) error {
 	body := map[string]any{"strategy": p.Strategy}
@@ -137,11 +184,6 @@ func (s *Stampede) runPhase(ctx context.Context, e *Env, p Phase) (PhaseSummary,
 		return PhaseSummary{}, 0, err
 	}
 	e.stats.SetPhase(p.Name)
-	before, err := e.targets.Scrape(ctx)
-	if err != nil {
-		return PhaseSummary{}, 0, err
-	}
-
 	// The timeline keeps the phase's whole latency (its one segment); warm
 	// holds the requests scheduled after the warm-up.
 	warm := loadgen.NewHistogram()
@@ -166,14 +208,8 @@ func (s *Stampede) runPhase(ctx context.Context, e *Env, p Phase) (PhaseSummary,
 	if err != nil {
 		return PhaseSummary{}, 0, err
 	}
-	after, err := e.targets.Scrape(ctx)
-	if err != nil {
-		return PhaseSummary{}, 0, err
-	}
-
-	delta := func(name string, labels map[string]string) float64 {
-		return after.Sum(name, labels) - before.Sum(name, labels)
-	}
+	inc := tl.Increase() // the phase's counters, summed over the targets
+	delta := inc.Sum
 	elapsed := rs.End.Sub(rs.Start)
 	ps := PhaseSummary{
 		Name: p.Name, Strategy: p.Strategy, Beta: p.Beta,
@@ -215,5 +251,11 @@ func (s *Stampede) runPhase(ctx context.Context, e *Env, p Phase) (PhaseSummary,
 		ps.HitRatio = (ps.GetsByResult["hit"] + ps.GetsByResult["early_refresh"] + ps.GetsByResult["stale"]) / ps.Gets
 	}
 	ps.EarlyRefreshes = ps.GetsByResult["early_refresh"]
+	if n := delta("cachex_refresh_lead_seconds_count", cache); n > 0 {
+		ps.MeanLeadMs = 1000 * delta("cachex_refresh_lead_seconds_sum", cache) / n
+	}
+	for _, pt := range ps.Timeline {
+		ps.ScrapeErrors += pt.ScrapeErrors
+	}
 	return ps, rs.Scheduled, nil
 }

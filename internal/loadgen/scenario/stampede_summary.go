@@ -64,8 +64,18 @@ type PhaseSummary struct {
 	Gets                   float64            `json:"gets"`
 	GetsByResult           map[string]float64 `json:"gets_by_result"`
 	// HitRatio is (hit + early_refresh + stale) / all gets.
-	HitRatio       float64 `json:"hit_ratio"`
+	HitRatio float64 `json:"hit_ratio"`
+	// EarlyRefreshes counts reads that chose an XFetch early refresh (gets
+	// result early_refresh); only the read that wins the refresh lock
+	// recomputes, so RecomputesByReason["early"] is at most this.
 	EarlyRefreshes float64 `json:"early_refreshes"`
+	// MeanLeadMs is how long before expiry the phase's early refreshes
+	// started, on average (cachex_refresh_lead_seconds); 0 without any.
+	MeanLeadMs float64 `json:"mean_refresh_lead_ms"`
+	// ScrapeErrors counts the failed scrapes of the targets during the
+	// phase; the server figures of the intervals around them are spread
+	// from the next successful scrape.
+	ScrapeErrors int `json:"scrape_errors"`
 
 	// Latency covers every request of the phase, measured from its
 	// scheduled start; AfterWarmup only those scheduled after the warm-up.
@@ -87,9 +97,12 @@ func (s *StampedeSummary) Report() report.Report {
 	table := report.Table{
 		Title: "Strategies side by side",
 		Header: []string{"phase", "recomputes / key / TTL", "recomputes (miss / early / expired)", "hit ratio",
-			"early refreshes", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "max after warm-up ms", "errors", "dropped"},
+			"reads that chose an early refresh", "mean refresh lead ms", "p50 ms", "p99 ms", "p99.9 ms", "max ms",
+			"max after warm-up ms", "errors", "dropped"},
 		Note: fmt.Sprintf("%d hot keys, TTL %gs, %.1f TTL windows per phase; warm-up %gs. "+
-			"1 recompute per key per TTL window is the floor for a cache that is never stale.",
+			"1 recompute per key per TTL window is the floor for a cache that is never stale. "+
+			"A read that chooses an early refresh is served the cached value; only the one that wins the key's refresh lock "+
+			"recomputes (the early recomputes), the others duck out. The lead is how long before expiry those refreshes started.",
 			s.HotKeys, s.CacheTTLSeconds, s.PhaseSeconds/s.CacheTTLSeconds, s.WarmupSeconds),
 	}
 	latency := report.Chart{File: "latency.png", Title: "Client latency, p99 per second (from the scheduled start)",
@@ -98,22 +111,27 @@ func (s *StampedeSummary) Report() report.Report {
 		XLabel: "seconds into the phase", YLabel: "recomputes / s"}
 	hits := report.Chart{File: "hit_ratio.png", Title: "Hit ratio of " + s.Cache + " per second",
 		XLabel: "seconds into the phase", YLabel: "served from cache", YMin: ptr(0.0), YMax: ptr(1.0)}
+	var (
+		names []string
+		pts   [][]loadgen.Point
+	)
 	for _, p := range s.Phases {
 		r := p.RecomputesByReason
 		table.Rows = append(table.Rows, []string{p.Name, f2(p.RecomputesPerKeyWindow),
 			fmt.Sprintf("%.0f / %.0f / %.0f", r["miss"], r["early"], r["expired"]), f3(p.HitRatio),
-			fmt.Sprintf("%.0f", p.EarlyRefreshes), f2(p.Latency.P50Ms), f2(p.Latency.P99Ms), f2(p.Latency.P999Ms),
+			fmt.Sprintf("%.0f", p.EarlyRefreshes), fmt.Sprintf("%.0f", p.MeanLeadMs), f2(p.Latency.P50Ms), f2(p.Latency.P99Ms), f2(p.Latency.P999Ms),
 			f2(p.Latency.MaxMs), f2(p.AfterWarmup.MaxMs), fmt.Sprint(p.Errors), fmt.Sprint(p.Dropped)})
-		latency.Lines = append(latency.Lines, timelineLine(p.Name, p.Timeline, func(pt loadgen.Point, _ float64) float64 { return pt.P99Ms }))
-		recomputes.Lines = append(recomputes.Lines, timelineLine(p.Name, p.Timeline, func(pt loadgen.Point, dt float64) float64 { return pt.Recomputes / dt }))
-		hits.Lines = append(hits.Lines, timelineLine(p.Name, p.Timeline, func(pt loadgen.Point, _ float64) float64 { return pt.HitRatio() }))
+		latency.Lines = append(latency.Lines, timelineLine(p.Name, p.Timeline, latencyY(func(pt loadgen.Point) float64 { return pt.P99Ms })))
+		recomputes.Lines = append(recomputes.Lines, timelineLine(p.Name, p.Timeline, serverRate(func(pt loadgen.Point) float64 { return pt.Recomputes })))
+		hits.Lines = append(hits.Lines, timelineLine(p.Name, p.Timeline, serverHitRatio))
+		names, pts = append(names, p.Name+" "), append(pts, p.Timeline)
 	}
 	return report.Report{
 		Title: "Stampede: " + s.Cache + " under each strategy",
 		Intro: fmt.Sprintf("%g requests/s (open model) at %d hot keys of %s on %s, %gs per phase, %s to %s.",
 			s.RateRPS, s.HotKeys, s.Cache, s.Target, s.PhaseSeconds, s.Started.Format(time.RFC3339), s.Finished.Format(time.RFC3339)),
 		Tables: []report.Table{table},
-		Charts: []report.Chart{latency, recomputes, hits},
+		Charts: []report.Chart{latency, recomputes, hits, errorsChart(names, pts, "seconds into the phase")},
 		Notes:  s.Failures,
 	}
 }

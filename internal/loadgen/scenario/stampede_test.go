@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-lab/stampede/internal/catalog"
+	"github.com/stampede-lab/stampede/internal/loadgen"
 	"github.com/stampede-lab/stampede/internal/loadgen/report/reporttest"
 	"github.com/stampede-lab/stampede/internal/lockx"
 	"github.com/stampede-lab/stampede/internal/seed"
@@ -107,6 +109,14 @@ func TestStampedeScenario(t *testing.T) {
 		hotKeys = 2
 	)
 	url, _ := startTestAPI(t, testAPI{statsTTL: ttl, queryCost: recomputeCost, adminToken: token})
+	// The run sets the strategy back to what it found.
+	client, err := loadgen.NewClient(url, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.AdminPut(t.Context(), "/admin/caches/category_stats", token, map[string]any{"strategy": "none", "beta": 2.5}); err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := []string{
@@ -117,10 +127,20 @@ func TestStampedeScenario(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err := runArgs(ctx, args, &stdout, &stderr)
+	err = runArgs(ctx, args, &stdout, &stderr)
 	t.Logf("stdout:\n%s", stdout.String())
 	if err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	var caches map[string]struct {
+		Strategy string
+		Beta     float64
+	}
+	if err := client.AdminGet(t.Context(), "/admin/caches", token, &caches); err != nil {
+		t.Fatal(err)
+	}
+	if c := caches["category_stats"]; c.Strategy != "none" || c.Beta != 2.5 {
+		t.Errorf("category_stats after the run: %+v, want none with beta 2.5 as found", c)
 	}
 
 	sum, err := ReadStampedeSummary(filepath.Join(dir, "summary.json"))
@@ -150,6 +170,12 @@ func TestStampedeScenario(t *testing.T) {
 	}
 	if xf.RecomputesPerKeyWindow > 1.2 {
 		t.Errorf("xfetch: %.2f recomputes per key per window, want <= 1.2", xf.RecomputesPerKeyWindow)
+	}
+	if xf.MeanLeadMs <= 0 || xf.MeanLeadMs > 1000*ttl.Seconds() || ttlP.MeanLeadMs != 0 {
+		t.Errorf("mean refresh lead: xfetch %.1f ms, ttl %.1f ms; want xfetch's within (0, TTL) and none under ttl", xf.MeanLeadMs, ttlP.MeanLeadMs)
+	}
+	if xf.RecomputesByReason["early"] > xf.EarlyRefreshes {
+		t.Errorf("xfetch: %v early recomputes from %v reads that chose to refresh", xf.RecomputesByReason["early"], xf.EarlyRefreshes)
 	}
 	if xf.EarlyRefreshes == 0 || xf.HitRatio < 0.99 {
 		t.Errorf("xfetch: early refreshes %v, hit ratio %.4f; want early refreshes and ~all hits", xf.EarlyRefreshes, xf.HitRatio)
@@ -183,6 +209,9 @@ func TestStampedeScenario(t *testing.T) {
 		}
 	}
 	reporttest.CheckReport(t, dir, "latency.png", "recomputes.png", "hit_ratio.png")
+	if _, err := os.Stat(filepath.Join(dir, "errors.png")); err != nil {
+		t.Error(err)
+	}
 }
 
 // TestStampedeFlags checks -phases parsing and that the scenario refuses to
@@ -208,5 +237,14 @@ func TestStampedeFlags(t *testing.T) {
 	_, _, err = ParseArgs([]string{"-target", "http://127.0.0.1:1", "stampede"}, func(string) string { return "" }, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "admin-token") {
 		t.Errorf("run without token: %v", err)
+	}
+	// Phases shorter than three TTL windows are mostly the cache's first
+	// fill: refused unless forced.
+	short := []string{"-admin-token", "t", "-cache-ttl", "10s", "-phase-duration", "29s", "stampede"}
+	if _, _, err := ParseArgs(short, func(string) string { return "" }, &stderr); err == nil || !strings.Contains(err.Error(), "-force") {
+		t.Errorf("a 2.9-window phase: %v, want a refusal naming -force", err)
+	}
+	if _, _, err := ParseArgs(append([]string{"-force"}, short...), func(string) string { return "" }, &stderr); err != nil {
+		t.Errorf("a forced 2.9-window phase: %v", err)
 	}
 }

@@ -36,13 +36,13 @@ func (e *Env) writeReport(scenario string, sum any, rep report.Report) error {
 }
 
 // timelineLine turns points into a chart line of y(point, seconds the point
-// covers); points whose scrape failed are gaps.
+// covers); y returns NaN for a gap.
 func timelineLine(name string, pts []loadgen.Point, y func(p loadgen.Point, dt float64) float64) report.Line {
 	l := report.Line{Name: name}
 	prev := 0.0
 	for _, p := range pts {
 		v := math.NaN()
-		if dt := p.T - prev; dt > 0 && !p.ScrapeFailed {
+		if dt := p.T - prev; dt > 0 {
 			v = y(p, dt)
 		}
 		prev = p.T
@@ -50,6 +50,54 @@ func timelineLine(name string, pts []loadgen.Point, y func(p loadgen.Point, dt f
 		l.Y = append(l.Y, v)
 	}
 	return l
+}
+
+// latencyY plots a client latency figure; an interval in which no request
+// finished is a gap (a hung server shows as its errors, see errorsChart).
+func latencyY(v func(loadgen.Point) float64) func(loadgen.Point, float64) float64 {
+	return func(p loadgen.Point, _ float64) float64 {
+		if p.Requests == 0 {
+			return math.NaN()
+		}
+		return v(p)
+	}
+}
+
+// clientRate plots a client count per second.
+func clientRate(v func(loadgen.Point) float64) func(loadgen.Point, float64) float64 {
+	return func(p loadgen.Point, dt float64) float64 { return v(p) / dt }
+}
+
+// serverRate plots a server count per second; intervals whose figures are
+// incomplete (ScrapeFailed) are gaps.
+func serverRate(v func(loadgen.Point) float64) func(loadgen.Point, float64) float64 {
+	return func(p loadgen.Point, dt float64) float64 {
+		if p.ScrapeFailed {
+			return math.NaN()
+		}
+		return v(p) / dt
+	}
+}
+
+// serverHitRatio plots the hit ratio, a gap where figures are incomplete.
+func serverHitRatio(p loadgen.Point, _ float64) float64 {
+	if p.ScrapeFailed {
+		return math.NaN()
+	}
+	return p.HitRatio()
+}
+
+// errorsChart plots, per run or phase (names, pts), the requests that failed
+// (timeouts, refused connections, 5xx) and the failed scrapes per second,
+// so a hung or dead target shows as errors rather than as a gap.
+func errorsChart(names []string, pts [][]loadgen.Point, xlabel string) report.Chart {
+	c := report.Chart{File: "errors.png", Title: "Failed requests and failed /metrics scrapes per second", XLabel: xlabel, YLabel: "per second"}
+	for i, name := range names {
+		c.Lines = append(c.Lines,
+			timelineLine(name+"request errors", pts[i], clientRate(func(p loadgen.Point) float64 { return float64(p.Errors) })),
+			timelineLine(name+"scrape errors", pts[i], clientRate(func(p loadgen.Point) float64 { return float64(p.ScrapeErrors) })))
+	}
+	return c
 }
 
 func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
