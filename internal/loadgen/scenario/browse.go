@@ -114,9 +114,9 @@ func (b *browser) next() (endpoint, path string) {
 func (bs *Browse) Run(ctx context.Context, e *Env) (err error) {
 	cfg, mix := e.cfg, e.cfg.Mix
 	sum := &BrowseSummary{
-		Scenario: bs.Name(), Target: e.targets.String(), RateRPS: cfg.Rate, Seconds: cfg.Duration.Seconds(),
+		Load: newLoad(bs.Name(), e), Seconds: cfg.Duration.Seconds(),
 		Products: mix.Products, ZipfS: mix.ZipfS, BatchPercent: mix.BatchPercent, SearchPercent: mix.SearchPercent,
-		BatchSize: mix.BatchSize, MaxErrorRate: cfg.MaxErrorRate, Started: time.Now().UTC(),
+		BatchSize: mix.BatchSize, Verdict: Verdict{MaxErrorRate: cfg.MaxErrorRate},
 		Endpoints: map[string]*EndpointSummary{},
 	}
 	tl := loadgen.NewTimeline(e.targets, nil, time.Second)
@@ -158,18 +158,7 @@ func (bs *Browse) Run(ctx context.Context, e *Env) (err error) {
 		return err
 	}
 	sum.finish(rs, hists, tl)
-	if sum.ErrorRate > sum.MaxErrorRate {
-		sum.Failures = append(sum.Failures, fmt.Sprintf("error rate %.4f > %.4f", sum.ErrorRate, sum.MaxErrorRate))
-	}
-	sum.Passed = len(sum.Failures) == 0
-	if err := e.writeReport(bs.Name(), sum, sum.Report()); err != nil {
-		return err
-	}
-	sum.WriteTable(e.stdout)
-	if !sum.Passed {
-		return fmt.Errorf("%w: %s", errErrorRate, strings.Join(sum.Failures, "; "))
-	}
-	return nil
+	return e.conclude(bs.Name(), sum, &sum.Verdict, sum.ErrorRate)
 }
 
 // simulateOutage turns the cache Redis fault knob on at -outage-at and off

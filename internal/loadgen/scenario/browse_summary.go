@@ -12,24 +12,16 @@ import (
 
 // BrowseSummary is every figure of one browse run, written as summary.json.
 type BrowseSummary struct {
-	Scenario         string    `json:"scenario"`
-	Target           string    `json:"target"`
-	RateRPS          float64   `json:"rate_rps"`
-	Seconds          float64   `json:"seconds"`
-	Products         int       `json:"products"`
-	ZipfS            float64   `json:"zipf_s"`
-	BatchPercent     float64   `json:"batch_percent"`
-	SearchPercent    float64   `json:"search_percent"`
-	BatchSize        int       `json:"batch_size"`
-	OutageAtSeconds  float64   `json:"outage_at_seconds,omitempty"`
-	OutageForSeconds float64   `json:"outage_for_seconds,omitempty"`
-	Started          time.Time `json:"started"`
-	Finished         time.Time `json:"finished"`
+	Load
+	Seconds          float64 `json:"seconds"`
+	Products         int     `json:"products"`
+	ZipfS            float64 `json:"zipf_s"`
+	BatchPercent     float64 `json:"batch_percent"`
+	SearchPercent    float64 `json:"search_percent"`
+	BatchSize        int     `json:"batch_size"`
+	OutageAtSeconds  float64 `json:"outage_at_seconds,omitempty"`
+	OutageForSeconds float64 `json:"outage_for_seconds,omitempty"`
 
-	Requests  int64                       `json:"requests"`
-	Errors    int64                       `json:"errors"`
-	Dropped   int64                       `json:"dropped"`
-	ErrorRate float64                     `json:"error_rate"` // (errors + dropped) / scheduled
 	RPS       float64                     `json:"achieved_rps"`
 	Endpoints map[string]*EndpointSummary `json:"endpoints"`
 	// Segments split the run at the outage's start and end ("before",
@@ -37,9 +29,7 @@ type BrowseSummary struct {
 	Segments []SegmentSummary `json:"segments"`
 	Timeline []loadgen.Point  `json:"timeline"`
 
-	MaxErrorRate float64  `json:"max_error_rate"`
-	Passed       bool     `json:"passed"`
-	Failures     []string `json:"failures,omitempty"`
+	Verdict
 }
 
 // EndpointSummary is the client's view of one endpoint.

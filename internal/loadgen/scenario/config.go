@@ -96,10 +96,7 @@ func (c *Config) validate(target, pauseDemo string) error {
 		c.PauseDemo = u
 	}
 	c.Targets = nil
-	for _, raw := range strings.Split(target, ",") {
-		if raw = strings.TrimSpace(raw); raw == "" {
-			continue
-		}
+	for _, raw := range splitList(target) {
 		u, err := loadgen.ParseTarget(raw, c.AllowRemote)
 		if err != nil {
 			return err

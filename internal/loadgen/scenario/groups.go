@@ -62,11 +62,7 @@ func (h *HotKeys) validate() error {
 // parsePhases parses "ttl,xfetch:1,xfetch:0.5".
 func parsePhases(s string) ([]Phase, error) {
 	var out []Phase
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
+	for _, part := range splitList(s) {
 		strategy, betaRaw, hasBeta := strings.Cut(part, ":")
 		p := Phase{Name: part, Strategy: strategy}
 		switch strategy {
@@ -180,11 +176,7 @@ func (r *Reservations) validate() error {
 // parseSKUs parses "1,2,3" into distinct positive product ids, in order.
 func parseSKUs(s string) ([]int64, error) {
 	var out []int64
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
+	for _, part := range splitList(s) {
 		id, err := strconv.ParseInt(part, 10, 64)
 		if err != nil || id <= 0 {
 			return nil, fmt.Errorf("-skus: %q is not a product id", part)
@@ -197,4 +189,16 @@ func parseSKUs(s string) ([]int64, error) {
 		return nil, errors.New("-skus is empty")
 	}
 	return out, nil
+}
+
+// splitList splits a comma-separated flag value into its non-empty,
+// trimmed parts.
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
 }

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/stampede-lab/stampede/internal/loadgen"
-	"github.com/stampede-lab/stampede/internal/loadgen/report"
 )
 
 // LostLock runs the reserve load once per reservation mode, from the same
@@ -42,9 +40,8 @@ func (l *LostLock) register(fs *flag.FlagSet) {
 
 func (l *LostLock) check() error {
 	l.modes = nil
-	for _, m := range strings.Split(l.modesRaw, ",") {
-		switch m = strings.TrimSpace(m); m {
-		case "":
+	for _, m := range splitList(l.modesRaw) {
+		switch m {
 		case "unsafe", "lock", "fenced":
 			l.modes = append(l.modes, m)
 		default:
@@ -61,35 +58,6 @@ func (l *LostLock) check() error {
 		return err
 	}
 	return l.cfg.bounded()
-}
-
-// LostLockSummary is every figure of a lostlock run, written as
-// summary.json.
-type LostLockSummary struct {
-	Scenario string `json:"scenario"`
-	Target   string `json:"target"`
-	Stock    int    `json:"stock"`
-	// Modes are the reserve runs, one per mode, in the order run.
-	Modes        []ModeRun `json:"modes"`
-	MaxErrorRate float64   `json:"max_error_rate"`
-	Passed       bool      `json:"passed"`
-	Failures     []string  `json:"failures,omitempty"`
-}
-
-// ModeRun is the reserve run of one mode, with the oversold units read
-// from the inventories (reserved beyond stock, summed over the products)
-// every second and at the end.
-type ModeRun struct {
-	Mode     string          `json:"mode"`
-	Reserve  *ReserveSummary `json:"reserve"`
-	Oversold int             `json:"oversold"`
-	// Drift is the warehouse's free units minus what is really free
-	// (stock - reserved), summed: units it would sell again. Lost writes
-	// make it non-zero.
-	Drift int `json:"drift"`
-	// OversoldAt is the oversold units read about once a second: seconds
-	// since the run's start and units.
-	OversoldAt [][2]float64 `json:"oversold_at"`
 }
 
 // Run runs the reserve load once per -modes mode: it switches every
@@ -120,7 +88,7 @@ func (l *LostLock) Run(ctx context.Context, e *Env) (err error) {
 		}
 	}()
 
-	sum := &LostLockSummary{Scenario: l.Name(), Target: e.targets.String(), Stock: l.stock, MaxErrorRate: cfg.MaxErrorRate}
+	sum := &LostLockSummary{Scenario: l.Name(), Target: e.targets.String(), Stock: l.stock, Verdict: Verdict{MaxErrorRate: cfg.MaxErrorRate}}
 	for _, m := range l.modes {
 		run, err := l.runMode(ctx, e, m)
 		if err != nil {
@@ -224,33 +192,4 @@ func oversold(inv map[int64]Inventory) int {
 // stocked with what is not reserved.
 func setStock(ctx context.Context, c *loadgen.Client, token string, id int64, stock int) error {
 	return c.AdminPut(ctx, fmt.Sprintf("/admin/inventory/%d", id), token, map[string]int{"stock": stock})
-}
-
-// Report renders the modes side by side and the oversold units over time.
-func (s *LostLockSummary) Report() report.Report {
-	table := report.Table{Title: "Oversold units per mode",
-		Header: []string{"mode", "requests", "created", "insufficient", "fenced", "busy (503)", "errors", "locks lost", "oversold units", "warehouse drift", "p99 ms"},
-		Note: "Oversold units: reserved beyond stock, summed over the products, read through the API after the run " +
-			"(reserved is the sum of the active holds). Warehouse drift: the warehouse's free units minus stock - reserved: " +
-			"units lost writes left it believing free."}
-	chart := report.Chart{File: "oversold.png", Title: "Oversold units over time, per mode", XLabel: "seconds", YLabel: "units oversold"}
-	intro := ""
-	for _, m := range s.Modes {
-		r := m.Reserve
-		table.Rows = append(table.Rows, []string{m.Mode, fmt.Sprint(r.Requests), fmt.Sprint(r.Created), fmt.Sprint(r.Insufficient),
-			fmt.Sprint(r.Fenced), fmt.Sprint(r.Busy), fmt.Sprint(r.Errors), fmt.Sprintf("%.0f", r.Server["inventory locks lost"]),
-			fmt.Sprint(m.Oversold), fmt.Sprintf("%+d", m.Drift), f2(r.Latency.P99Ms)})
-		l := report.Line{Name: m.Mode}
-		for _, p := range m.OversoldAt {
-			l.X, l.Y = append(l.X, p[0]), append(l.Y, p[1])
-		}
-		chart.Lines = append(chart.Lines, l)
-		if intro == "" {
-			intro = fmt.Sprintf("Each mode: %g reservations/s for %gs on products %v of %s, each with %d free units at the start; "+
-				"%d%% of reservations pause %d ms between their warehouse read and write.",
-				r.RateRPS, r.Seconds, r.SKUs, s.Target, s.Stock, r.PausePercent, r.PauseMS)
-		}
-	}
-	return report.Report{Title: "Lost locks: oversold units per reservation mode", Intro: intro,
-		Tables: []report.Table{table}, Charts: []report.Chart{chart}, Notes: s.Failures}
 }

@@ -268,10 +268,9 @@ func reserveLoad(ctx context.Context, e *Env, oversell bool) (_ *ReserveSummary,
 	// The answers' counters: the timeline's increase over the run (reset-safe).
 
 	sum := &ReserveSummary{
-		Scenario: "reserve", Target: e.targets.String(), RateRPS: cfg.Rate,
-		Seconds: cfg.Duration.Seconds(), SKUs: rc.SKUs, ReplayPercent: rc.ReplayPercent,
-		PausePercent: rc.PausePercent, PauseMS: rc.PauseMS, MaxErrorRate: cfg.MaxErrorRate,
-		ByCode: map[string]int64{}, Server: map[string]float64{}, Started: time.Now().UTC(),
+		Load: newLoad("reserve", e), Seconds: cfg.Duration.Seconds(), SKUs: rc.SKUs, ReplayPercent: rc.ReplayPercent,
+		PausePercent: rc.PausePercent, PauseMS: rc.PauseMS, Verdict: Verdict{MaxErrorRate: cfg.MaxErrorRate},
+		ByCode: map[string]int64{}, Server: map[string]float64{},
 	}
 	if rc.PausePercent == 0 {
 		sum.PauseMS = 0

@@ -3,7 +3,6 @@ package scenario
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/stampede-lab/stampede/internal/loadgen"
 	"github.com/stampede-lab/stampede/internal/loadgen/report"
@@ -12,18 +11,13 @@ import (
 // ReserveSummary is every figure of one reserve run, written as
 // summary.json in the report directory.
 type ReserveSummary struct {
-	Scenario      string    `json:"scenario"`
-	Target        string    `json:"target"`
-	RateRPS       float64   `json:"rate_rps"`
-	Seconds       float64   `json:"seconds"`
-	SKUs          []int64   `json:"skus"`
-	ReplayPercent float64   `json:"replay_percent"`
-	PausePercent  int       `json:"pause_percent"`
-	PauseMS       int       `json:"pause_ms"`
-	Started       time.Time `json:"started"`
-	Finished      time.Time `json:"finished"`
+	Load
+	Seconds       float64 `json:"seconds"`
+	SKUs          []int64 `json:"skus"`
+	ReplayPercent float64 `json:"replay_percent"`
+	PausePercent  int     `json:"pause_percent"`
+	PauseMS       int     `json:"pause_ms"`
 
-	Requests int64 `json:"requests"`
 	// Created counts 201s of fresh keys; Replays 200s of replayed keys that
 	// returned the original reservation; ReplayMismatches replays answered
 	// with anything else (another status or another reservation).
@@ -43,8 +37,6 @@ type ReserveSummary struct {
 	ReconciledCreated    int64                  `json:"reconciled_created"`
 	ReconciledNotCreated int64                  `json:"reconciled_not_created"`
 	Unresolved           int64                  `json:"unresolved"`
-	Dropped              int64                  `json:"dropped"`
-	ErrorRate            float64                `json:"error_rate"` // (errors + dropped) / scheduled
 	ByCode               map[string]int64       `json:"by_code"`
 	RPS                  float64                `json:"achieved_rps"`
 	Latency              loadgen.LatencySummary `json:"latency"`
@@ -56,10 +48,8 @@ type ReserveSummary struct {
 	// Timeline is the run second by second.
 	Timeline []loadgen.Point `json:"timeline"`
 
-	Invariant    InvariantSummary `json:"invariant"`
-	MaxErrorRate float64          `json:"max_error_rate"`
-	Passed       bool             `json:"passed"`
-	Failures     []string         `json:"failures,omitempty"`
+	Invariant InvariantSummary `json:"invariant"`
+	Verdict
 }
 
 // InvariantSummary is the end-of-run oversell check: per SKU, the

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stampede-lab/stampede/internal/loadgen"
 	"github.com/stampede-lab/stampede/internal/loadgen/report/reporttest"
 )
@@ -91,12 +92,7 @@ func TestReserveScenario(t *testing.T) {
 		t.Skip("integration test: real Postgres and Redis, a few seconds of load")
 	}
 	const stock = 20
-	url, db := startTestAPI(t, testAPI{adminToken: "t"})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := db.Exec(ctx, `UPDATE inventory SET stock = $1, reserved = 0 WHERE product_id IN (1, 2)`, stock); err != nil {
-		t.Fatal(err)
-	}
+	url, db, ctx := stockedAPI(t, stock, 1, 2)
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := []string{
@@ -178,12 +174,7 @@ func TestReserveDetectsOversell(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: real Postgres and Redis")
 	}
-	url, db := startTestAPI(t, testAPI{adminToken: "t"})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := db.Exec(ctx, `UPDATE inventory SET stock = 5, reserved = 0 WHERE product_id = 1`); err != nil {
-		t.Fatal(err)
-	}
+	url, db, ctx := stockedAPI(t, 5, 1)
 	// Tamper once the run has read the inventory: one more unit of stock
 	// and a reserved unit that no reservation of the run accounts for.
 	tampered := make(chan error, 1)
@@ -220,12 +211,7 @@ func TestReservePause(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: real Postgres and Redis, a few seconds of load")
 	}
-	url, db := startTestAPI(t, testAPI{adminToken: "t"})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := db.Exec(ctx, `UPDATE inventory SET stock = 1000, reserved = 0 WHERE product_id = 1`); err != nil {
-		t.Fatal(err)
-	}
+	url, _, ctx := stockedAPI(t, 1000, 1)
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := []string{"-target", url, "-admin-token", "t", "-rate", "10", "-duration", "500ms", "-metrics-addr", "", "-skus", "1",
@@ -319,4 +305,18 @@ func TestLostLockScenario(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "oversold.png")); err != nil {
 		t.Error(err)
 	}
+}
+
+// stockedAPI starts the test API with stock free units of each product
+// (none reserved) and returns its URL, its database and a context for the
+// test.
+func stockedAPI(t *testing.T, stock int, products ...int64) (string, *pgxpool.Pool, context.Context) {
+	t.Helper()
+	url, db := startTestAPI(t, testAPI{adminToken: "t"})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	if _, err := db.Exec(ctx, `UPDATE inventory SET stock = $1, reserved = 0 WHERE product_id = ANY($2)`, stock, products); err != nil {
+		t.Fatal(err)
+	}
+	return url, db, ctx
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/stampede-lab/stampede/internal/loadgen"
@@ -87,16 +86,13 @@ func (s *Stampede) Run(ctx context.Context, e *Env) (err error) {
 	}
 	defer func() { err = errors.Join(err, restore()) }()
 	sum := &StampedeSummary{
-		Scenario:        s.Name(),
-		Target:          e.targets.String(),
+		Load:            newLoad(s.Name(), e),
 		Cache:           stampedeCache,
-		RateRPS:         cfg.Rate,
 		PhaseSeconds:    s.phaseDuration.Seconds(),
 		CacheTTLSeconds: hk.CacheTTL.Seconds(),
 		WarmupSeconds:   hk.Warmup.Seconds(),
 		HotKeys:         hk.Keys,
-		MaxErrorRate:    cfg.MaxErrorRate,
-		Started:         time.Now().UTC(),
+		Verdict:         Verdict{MaxErrorRate: cfg.MaxErrorRate},
 	}
 	var scheduled int64
 	for _, p := range hk.Phases {
@@ -114,18 +110,7 @@ func (s *Stampede) Run(ctx context.Context, e *Env) (err error) {
 	if scheduled > 0 {
 		sum.ErrorRate = float64(sum.Errors+sum.Dropped) / float64(scheduled)
 	}
-	if sum.ErrorRate > cfg.MaxErrorRate {
-		sum.Failures = append(sum.Failures, fmt.Sprintf("error rate %.4f > %.4f", sum.ErrorRate, cfg.MaxErrorRate))
-	}
-	sum.Passed = len(sum.Failures) == 0
-	if err := e.writeReport(s.Name(), sum, sum.Report()); err != nil {
-		return err
-	}
-	sum.WriteTable(e.stdout)
-	if !sum.Passed {
-		return fmt.Errorf("%w: %s", errErrorRate, strings.Join(sum.Failures, "; "))
-	}
-	return nil
+	return e.conclude(s.Name(), sum, &sum.Verdict, sum.ErrorRate)
 }
 
 // saveStrategy reads the category_stats strategy of every target and

@@ -14,24 +14,14 @@ import (
 // that name is the Runner's per-run counts, see schedule.go.) Durations are
 // in milliseconds or seconds as their field names say.
 type StampedeSummary struct {
-	Scenario        string         `json:"scenario"`
-	Target          string         `json:"target"`
+	Load
 	Cache           string         `json:"cache"`
-	RateRPS         float64        `json:"rate_rps"`
 	PhaseSeconds    float64        `json:"phase_seconds"`
 	CacheTTLSeconds float64        `json:"cache_ttl_seconds"`
 	WarmupSeconds   float64        `json:"warmup_seconds"`
 	HotKeys         int            `json:"hot_keys"`
-	Started         time.Time      `json:"started"`
-	Finished        time.Time      `json:"finished"`
 	Phases          []PhaseSummary `json:"phases"`
-	Requests        int64          `json:"requests"`
-	Errors          int64          `json:"errors"`
-	Dropped         int64          `json:"dropped"`
-	ErrorRate       float64        `json:"error_rate"`
-	MaxErrorRate    float64        `json:"max_error_rate"`
-	Passed          bool           `json:"passed"`
-	Failures        []string       `json:"failures,omitempty"`
+	Verdict
 }
 
 // PhaseSummary is the figures of one strategy phase of a stampede run.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/stampede-lab/stampede/internal/loadgen"
 	"github.com/stampede-lab/stampede/internal/loadgen/report"
@@ -32,6 +33,56 @@ func (e *Env) writeReport(scenario string, sum any, rep report.Report) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	fmt.Fprintf(stdout, "report: %s\n", strings.Join(append([]string{path}, files...), " "))
+	return nil
+}
+
+// Load opens every summary: the scenario, where and how fast it sent its
+// load, when, and what became of the requests.
+type Load struct {
+	Scenario  string    `json:"scenario"`
+	Target    string    `json:"target"`
+	RateRPS   float64   `json:"rate_rps"`
+	Started   time.Time `json:"started"`
+	Finished  time.Time `json:"finished"`
+	Requests  int64     `json:"requests"`
+	Errors    int64     `json:"errors"`
+	Dropped   int64     `json:"dropped"`
+	ErrorRate float64   `json:"error_rate"` // (errors + dropped) / scheduled
+}
+
+// newLoad starts the Load of a run of scenario.
+func newLoad(scenario string, e *Env) Load {
+	return Load{Scenario: scenario, Target: e.targets.String(), RateRPS: e.cfg.Rate, Started: time.Now().UTC()}
+}
+
+// Verdict closes every summary: the error-rate bound, whether the run
+// passed and the reasons it did not.
+type Verdict struct {
+	MaxErrorRate float64  `json:"max_error_rate"`
+	Passed       bool     `json:"passed"`
+	Failures     []string `json:"failures,omitempty"`
+}
+
+// summary is what conclude writes: the report and a table for stdout.
+type summary interface {
+	Report() report.Report
+	WriteTable(w io.Writer)
+}
+
+// conclude adds the error rate's failure to v, writes sum's report and
+// table, and returns v's failures as an error wrapping errErrorRate.
+func (e *Env) conclude(scenario string, sum summary, v *Verdict, errorRate float64) error {
+	if errorRate > v.MaxErrorRate {
+		v.Failures = append(v.Failures, fmt.Sprintf("error rate %.4f > %.4f", errorRate, v.MaxErrorRate))
+	}
+	v.Passed = len(v.Failures) == 0
+	if err := e.writeReport(scenario, sum, sum.Report()); err != nil {
+		return err
+	}
+	sum.WriteTable(e.stdout)
+	if !v.Passed {
+		return fmt.Errorf("%w: %s", errErrorRate, strings.Join(v.Failures, "; "))
+	}
 	return nil
 }
 

@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // TestReserveVerdictCanFail: a run that created nothing, one drowned in
@@ -21,7 +19,7 @@ import (
 // healthy one passes.
 func TestReserveVerdictCanFail(t *testing.T) {
 	healthy := func() *ReserveSummary {
-		return &ReserveSummary{Requests: 100, Created: 20, Insufficient: 70, Busy: 10}
+		return &ReserveSummary{Load: Load{Requests: 100}, Created: 20, Insufficient: 70, Busy: 10}
 	}
 	if err := healthy().check(0.01, 0.25); err != nil {
 		t.Errorf("healthy run: %v", err)
@@ -112,12 +110,7 @@ func TestReserveReconcilesLostAnswers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: real Postgres and Redis")
 	}
-	api, db := startTestAPI(t, testAPI{adminToken: "t"})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := db.Exec(ctx, `UPDATE inventory SET stock = 1000, reserved = 0 WHERE product_id IN (1, 2)`); err != nil {
-		t.Fatal(err)
-	}
+	api, db, ctx := stockedAPI(t, 1000, 1, 2)
 	const lost = 5
 	proxy := dropAnswers(t, api, lost)
 	dir := t.TempDir()
