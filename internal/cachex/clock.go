@@ -5,11 +5,9 @@ import (
 	"time"
 )
 
-// now is the cache's estimate of the Redis server's clock: Options.Now plus
-// the offset measured by syncClock. Every instance compares expiries on the
-// same clock then, whatever its own clock says: a reader whose clock runs
-// ahead of the writer's would otherwise see values expire early, and one
-// ahead by more than a TTL would recompute on every read.
+// now is the cache's estimate of the Redis server's clock (Options.Now plus
+// syncClock's offset), on which every instance compares expiries
+// (docs/cachex.md#failure-behaviour, Clocks).
 func (c *Cache[V]) now() time.Time {
 	return c.opts.Now().Add(time.Duration(c.offset.Load()))
 }

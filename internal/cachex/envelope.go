@@ -10,20 +10,10 @@ import (
 	"unsafe"
 )
 
-// The envelope is what cachex stores under a key: a fixed header with the
-// XFetch inputs, then the codec's bytes. One GET reads all of it, so no PTTL
-// round trip is ever needed.
-//
-//	offset size field
-//	0      1    magic 0xCE
-//	1      1    format version (1)
-//	2      1    flags: bit 0 = negative entry (the loader said "not found"),
-//	            bit 1 = tombstone (written by Invalidate; the payload is a
-//	            random id that makes this invalidation unlike any other)
-//	3      8    computedAt, Unix milliseconds, big endian
-//	11     8    logical expiry, Unix milliseconds, big endian
-//	19     4    delta: how long the recompute took, microseconds, big endian
-//	23     -    payload (empty for a negative entry)
+// The envelope is what cachex stores under a key: a 23-byte header with the
+// XFetch inputs (computedAt, logical expiry, delta) and flags (negative,
+// tombstone), then the codec's bytes, so one GET reads everything. Byte
+// layout: docs/cachex.md#the-envelope.
 const (
 	envMagic      = 0xCE
 	envVersion    = 1

@@ -35,17 +35,12 @@ type flights[V any] struct {
 	m  map[string]*flight[V]
 }
 
-// join returns the key's flight, counting the caller as one of its waiters,
-// and whether the caller leads it: a leader must start its load (start) and
-// land it exactly once. seen is the identity of what the caller read in
-// Redis: a caller joins only a flight whose leader read the same. One that
-// read something else (a tombstone written by an invalidation since, on
-// this instance or another) starts a new flight, which later callers join:
-// the older one may have loaded before the invalidated write, and a read
-// begun after an invalidation must not be answered with it
-// (TestReadAfterInvalidateDoesNotJoinAnOlderLoad). The new flight's load
-// waits for the older one's (after), so that one load per key runs at a
-// time in the process.
+// join returns the key's flight, counting the caller as a waiter, and
+// whether the caller leads it (a leader starts its load and lands it once).
+// A caller joins only a flight whose leader read the same thing in Redis
+// (seen); otherwise it starts a new flight, whose load waits for the older
+// one's (after). So a read begun after an Invalidate never gets an older
+// load's value (docs/cachex.md#failure-behaviour).
 func (fs *flights[V]) join(key, seen string) (*flight[V], bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()

@@ -8,26 +8,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Get returns the value of key, calling load to compute it when the cache has
-// no fresh value. What happens depends on the strategy:
-//
-//   - XFetch: a fresh value is served from one GET; now and then, ever more
-//     likely towards expiry, the read also starts a refresh in the background
-//     (deduplicated in this process and, by a lock in Redis, across
-//     instances). A miss waits for one recompute per key per process, and for
-//     another instance's recompute when that instance holds the key's lock.
-//     A value that expired while its refresh is already under way is served
-//     until the new one lands (counted as stale) rather than making readers
-//     wait.
-//   - TTL: every caller that finds no fresh value recomputes (the baseline).
-//   - None: every call recomputes.
-//
-// When Redis is unreachable, Get computes without it (one recompute per key in
-// this process at a time) and does not return Redis's error. When the loader
-// fails and Redis still holds the expired value (within Grace), that value is
-// served. load runs with a context detached from ctx (values kept,
-// cancellation not), bounded by LoadTimeout, and may still run after Get has
-// returned. A loader's ErrNotFound is returned (and cached, with NegativeTTL).
+// Get returns the value of key, calling load when the cache has no fresh
+// value. Under XFetch a hit is one GET and may start a deduplicated
+// background refresh (more likely as expiry nears); a miss waits for the
+// key's one recompute in this process, or for another instance's that holds
+// the key's lock; an expired value whose refresh is under way is served as
+// stale. TTL recomputes on every miss, None on every call. An unreachable
+// Redis is bypassed, never returned as an error; a failed load serves the
+// expired value within Grace; ErrNotFound is returned (cached with
+// NegativeTTL). load keeps ctx's values, not its cancellation, is bounded by
+// LoadTimeout and may outlive Get (docs/cachex.md#reads-that-never-wait).
 func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Context) (V, error), opts ...GetOption) (V, error) {
 	if c.isClosed() {
 		var zero V

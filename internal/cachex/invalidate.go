@@ -7,17 +7,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Invalidate makes the cached values of keys disappear, in one round trip
-// per Redis node: each is replaced by a tombstone (a miss for every read)
-// and its lock deleted. A load that started before Invalidate can then never
-// land after it, whatever its path: writes made under the key's lock need
-// the lock it no longer holds, and the others need the key to still hold
-// what they read before loading, which the tombstone is not. In this
-// process, a read that starts after Invalidate returns never joins a load
-// that started before it. Call it after the write to the source of truth has
-// committed. Entries of Options.InvalidateVersions are cleared too. It
-// returns an error when Redis could not be reached; the entries then expire
-// by themselves within TTL + Grace.
+// Invalidate replaces the values of keys (also under
+// Options.InvalidateVersions) by tombstones and deletes their locks, in one
+// round trip per Redis node. Call it after the write to the source of truth
+// has committed: a load that started before it never lands after it, and a
+// read that starts after it returns never joins such a load
+// (docs/cachex.md#failure-behaviour). When Redis cannot be reached it
+// returns an error; the entries then expire within TTL + Grace.
 func (c *Cache[V]) Invalidate(ctx context.Context, keys ...string) error {
 	if len(keys) == 0 {
 		return nil

@@ -10,20 +10,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// GetMany returns the values of keys, read in one round trip per Redis node:
-// an MGET on a single server, pipelined GETs on a cluster (no cross-slot
-// command). It decides XFetch per key like Get; early refreshes run in the
-// background as one batch. Every key without a fresh value (missing or
-// expired) is computed by ONE call of load, deduplicated against recomputes
-// of the same keys in flight in this process (and read once more first, so
-// that a recompute that landed since the first read is not repeated), and
-// written back in one pipeline.
-//
-// load returns the values it found; a key it leaves out does not exist: it
-// is absent from the result (and cached as not found, with NegativeTTL). If
-// load fails, keys with an expired value within Grace are served stale and
-// GetMany returns the values it has together with the loader's error.
-// Batch misses are not leased across instances (see docs/cachex.md).
+// GetMany returns the values of keys in one round trip per Redis node (MGET
+// on a single server, pipelined GETs on a cluster), deciding XFetch per key
+// like Get; early refreshes run in the background as one batch. Keys
+// without a fresh value are computed by ONE call of load, deduplicated
+// against recomputes in flight in this process, and written back in one
+// pipeline. A key load leaves out does not exist (absent from the result,
+// cached with NegativeTTL). If load fails, expired values within Grace are
+// served, with the loader's error. Batch misses are not leased across
+// instances (docs/cachex.md#batches).
 func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx context.Context, keys []string) (map[string]V, error), opts ...GetOption) (map[string]V, error) {
 	out := make(map[string]V, len(keys))
 	if len(keys) == 0 {

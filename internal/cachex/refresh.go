@@ -7,11 +7,10 @@ import (
 )
 
 // refreshAsync starts an early refresh of key in the background unless one
-// is in flight in this process or all MaxRefreshes slots are busy (the value
-// is still fresh, so skipping costs nothing). lead is how long before expiry
-// the refresh was decided; seen is the entry the decision was made on. The
-// loader gets the values of ctx, the context of the read that triggered the
-// refresh, not its cancellation.
+// is in flight in this process or all MaxRefreshes slots are busy (skipping
+// costs nothing: the value is fresh). seen is the entry it was decided on,
+// lead how long before expiry; the loader keeps ctx's values, not its
+// cancellation.
 func (c *Cache[V]) refreshAsync(ctx context.Context, key string, load func(context.Context) (V, error), seen entry, lead time.Duration) {
 	c.inBackground(ctx, []string{key}, func(ctx context.Context, _ []string) {
 		c.refresh(ctx, key, load, seen, lead)

@@ -2,10 +2,9 @@ package cachex
 
 import "github.com/redis/go-redis/v9"
 
-// finishSrc writes a recomputed value only if the caller still holds the
-// key's lock, then releases it. An Invalidate deletes the lock, so a
-// recompute that started before a write to the source of truth cannot put
-// its outdated value back afterwards. An empty value deletes the entry.
+// finishSrc writes a recomputed value only while the caller still holds the
+// key's lock (Invalidate deletes it), then releases the lock. An empty value
+// deletes the entry.
 //
 //	KEYS[1] value key, KEYS[2] lock key (same hash slot)
 //	ARGV[1] token, ARGV[2] envelope or "", ARGV[3] PX milliseconds
@@ -38,9 +37,7 @@ end
 `
 
 // lockSrc takes a key's lock only if the value is still the one the caller
-// saw (the same SHA-1, or still absent). Without the check, a read that
-// fetched the old value just before another refresh wrote the new one would
-// take the freshly released lock and recompute a second time.
+// saw (docs/cachex.md#with-the-refresh-lock-about-one says why).
 //
 //	KEYS[1] value key, KEYS[2] lock key (same hash slot)
 //	ARGV[1] token, ARGV[2] PX milliseconds, ARGV[3] identity seen ("" = absent)
@@ -51,10 +48,8 @@ if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 return 0`
 
 // putSrc writes a value computed without the key's lock only if the key
-// still holds what the caller saw before its load began (the same SHA-1, or
-// still absent). An Invalidate in between stores a tombstone, so a load that
-// started before it cannot put its outdated value back afterwards. An empty
-// value deletes the entry.
+// still holds what the caller saw before its load began (a tombstone written
+// by Invalidate meanwhile does not match). An empty value deletes the entry.
 //
 //	KEYS[1] value key, ARGV[1] identity seen ("" = absent), ARGV[2] envelope
 //	or "", ARGV[3] PX milliseconds

@@ -6,15 +6,9 @@ import (
 	"time"
 )
 
-// shouldRefresh is the XFetch decision (Vattani, Chierichetti, Lowenstein,
-// "Optimal Probabilistic Cache Stampede Prevention", VLDB 2015): recompute
-// early when
-//
-//	now - delta*beta*ln(u) >= expiry
-//
-// with u uniform in (0,1]. -ln(u) is exponentially distributed with mean 1, so
-// each read refreshes with probability exp(-(expiry-now)/(delta*beta)): rare
-// far from expiry, certain at it. beta <= 0 disables early refresh.
+// shouldRefresh is the XFetch decision: recompute early when
+// now - delta*beta*ln(u) >= expiry, u uniform in (0,1]; beta <= 0 disables
+// early refresh. The math: docs/cachex.md#xfetch.
 func shouldRefresh(now, expiry time.Time, delta time.Duration, beta, u float64) bool {
 	if !now.Before(expiry) {
 		return true

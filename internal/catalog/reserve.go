@@ -36,15 +36,12 @@ var (
 const lookupTimeout = 2 * time.Second
 
 // Reserve holds stock of a product: it takes the units from the warehouse
-// (read the free count, write it less the quantity) and records the
-// reservation, guarded as the instance's Mode says. created is false for an
-// idempotent replay. A replay of a finished reservation is answered without
-// the lock, and an unknown product before it.
-//
-// When the commit fails without saying whether it ran (the lock lost while
-// COMMIT was in flight, a lost reply), the key is looked up: a reservation
-// under it is answered as created; none, with the error (ErrFenced if the
-// lock was lost); a failed look-up, with ErrOutcomeUnknown.
+// and records the reservation, guarded as the instance's Mode says; created
+// is false for an idempotent replay. A finished replay and an unknown
+// product are answered without the lock. A commit that fails without saying
+// whether it ran is settled by looking the key up: created, the error
+// (ErrFenced if the lock was lost) or ErrOutcomeUnknown
+// (docs/api.md#reservations, Truthful outcomes).
 func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (r Reservation, created bool, err error) {
 	result := "reserved" // "" for failures outside the contract's results (not found, bad key, database)
 	defer func() {

@@ -389,15 +389,13 @@ func (s *Store) Inventory(ctx context.Context, productID int64) (Inventory, erro
 // MaxStock is the largest stock SetStock accepts.
 const MaxStock = 1_000_000
 
-// SetStock sets a product's stock, as a stocktake would, in one
-// transaction: the warehouse is stocked with what is not reserved (stock -
-// reserved; the schema's trigger), whatever it held, and takes that no
-// reservation holds (their catalog commit failed) are voided, so that a
-// retry takes its units again. A checked fence claims the warehouse row
-// first, so that a holder of an older token cannot write over the count
-// afterwards. It returns the inventory after, ErrNotFound for an unknown
-// product and ErrInvalidArgument for a stock outside 0..MaxStock. Observed
-// as the inventory query.
+// SetStock sets a product's stock in one transaction, as a stocktake: the
+// warehouse gets stock - reserved (the schema's trigger) whatever it held,
+// and the warehouse's takes that no reservation holds are voided
+// (docs/api.md#reservations, Stocktake). A checked fence claims the
+// warehouse row first. It returns the inventory after, ErrNotFound or
+// ErrInvalidArgument (stock outside 0..MaxStock). Observed as the inventory
+// query.
 func (s *Store) SetStock(ctx context.Context, productID int64, stock int, f Fence) (Inventory, error) {
 	if stock < 0 || stock > MaxStock {
 		return Inventory{}, fmt.Errorf("catalog: %w: stock must be within 0..%d, got %d", ErrInvalidArgument, MaxStock, stock)
@@ -432,15 +430,9 @@ func (s *Store) SetStock(ctx context.Context, productID int64, stock int, f Fenc
 }
 
 // customPlan, passed as the first query argument, runs a statement unnamed
-// (describe, then execute) instead of from pgx's per-connection statement
-// cache. Postgres plans an unnamed statement for its actual parameters every
-// time, whereas a cached prepared statement may switch to a generic plan
-// after five executions, depending on the parameters those five happened to
-// have on that connection. The aggregates' best plans differ by category size
-// and search's by how selective the words are, so they always get a custom
-// plan: the same call has the same plan on every connection, and its cost
-// depends on its arguments only, not on the history of the pool. The price
-// is an extra round trip and a planning, about a millisecond.
+// (describe, then execute), so Postgres plans each call for its actual
+// arguments rather than maybe switching to a generic plan; why:
+// docs/api.md#database-queries-and-what-they-cost (Custom plans).
 const customPlan = pgx.QueryExecModeDescribeExec
 
 func checkLimit(limit int) error {

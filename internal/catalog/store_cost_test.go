@@ -20,22 +20,13 @@ import (
 	"github.com/stampede-lab/stampede/internal/testenv"
 )
 
-// BenchmarkQueryCosts measures what each store query costs on a catalog
-// seeded at the default scale, and prints a Markdown table and the plans of
-// the aggregates. It is a measurement, so it is a benchmark: it runs only
-// when asked, once (a round takes about a minute):
+// BenchmarkQueryCosts measures each store query on a catalog seeded at the
+// default scale and prints a Markdown table and the aggregates' plans. A
+// measurement, so a benchmark: it runs only when asked, once:
 //
 //	go test -run '^$' -bench QueryCosts -benchtime 1x -v ./internal/catalog/
 //
-// STAMPEDE_QUERY_COSTS_SCALE changes the seed scale (default 1) and
-// STAMPEDE_QUERY_COSTS_RUNS the measured calls per row (default 20). The
-// catalog is vacuumed after seeding, as autovacuum does within a minute of a
-// seed, so the numbers are those of a running demo;
-// STAMPEDE_QUERY_COSTS_NOVACUUM=1 measures the fresh seed instead (no
-// visibility map yet, so no index-only scans), and
-// STAMPEDE_QUERY_COSTS_NOPARALLEL=1 runs every query without parallel workers
-// (max_parallel_workers_per_gather = 0), which on a small, busy host is
-// faster and steadier.
+// Its STAMPEDE_QUERY_COSTS_* variables: docs/api.md#reproduce.
 func BenchmarkQueryCosts(b *testing.B) {
 	t := testing.TB(b)
 	scale := envFloat(t, "STAMPEDE_QUERY_COSTS_SCALE", seed.DefaultScale)

@@ -29,24 +29,15 @@ type Hold struct {
 	TTL time.Duration
 }
 
-// Reserve records a hold in one transaction:
-//
-//  1. If a reservation with idempotencyKey exists, it is returned as it is
-//     now (possibly cancelled) with created = false, and nothing is written;
-//     if that reservation is for another product or quantity, the error is
-//     ErrIdempotencyMismatch.
-//  2. The reservation is inserted (active, fence_token = token); the key's
-//     unique index makes a concurrent request with the same key wait here.
-//  3. take is called: it takes the units from the warehouse (the caller's
-//     read-modify-write) or fails, and then nothing is recorded.
-//  4. The units are added to inventory.reserved, and the transaction commits.
-//
-// Concurrent calls with the same key create one reservation: the others
-// return it with created = false. An unknown product gives ErrNotFound; a
-// quantity below 1 or a key that is blank or longer than
-// MaxIdempotencyKeyLen characters gives ErrInvalidArgument. If the commit
-// fails the outcome is unknown: it may have committed (Service.Reserve looks
-// the key up).
+// Reserve records a hold in one transaction: the key's reservation, if one
+// exists, is returned as it is now with created = false and nothing written
+// (ErrIdempotencyMismatch for another product or quantity); otherwise the
+// reservation is inserted, take moves the units (if it fails nothing is
+// recorded) and inventory.reserved grows. Concurrent calls with one key make
+// one reservation. An unknown product gives ErrNotFound; a quantity below 1
+// or a blank key or one over MaxIdempotencyKeyLen, ErrInvalidArgument. A
+// failed commit leaves the outcome unknown
+// (docs/api.md#database-queries-and-what-they-cost).
 func (s *Store) Reserve(ctx context.Context, h Hold, take func(context.Context) error) (Reservation, bool, error) {
 	productID, qty, idempotencyKey := h.ProductID, h.Quantity, h.IdempotencyKey
 	switch {
@@ -147,23 +138,21 @@ func replay(res Reservation, productID int64, qty int) error {
 	return nil
 }
 
-// CancelReservation cancels a reservation in one transaction that locks it
-// first: give is called with the active reservation to return its units to
-// the warehouse (or fail, and nothing changes), then the units leave
-// inventory.reserved and the reservation becomes cancelled with fence_token
-// = token. A reservation that has already ended (cancelled or expired) is
-// returned unchanged without calling give. An unknown id gives ErrNotFound.
+// CancelReservation cancels an active reservation in one transaction that
+// locks it: give returns its units to the warehouse (if it fails nothing
+// changes), then they leave inventory.reserved and the status becomes
+// cancelled with fence_token = token. An ended reservation is returned
+// unchanged without calling give; an unknown id gives ErrNotFound.
 func (s *Store) CancelReservation(ctx context.Context, id int64, token int64, give func(context.Context, Reservation) error) (Reservation, error) {
 	r, _, err := s.end(ctx, QueryCancel, id, token, StatusCancelled, give)
 	return r, err
 }
 
-// ExpireReservation ends a hold past its expiry as CancelReservation ends
-// it, with status expired; ended says whether this call ended it. A
-// reservation that has ended, or is not yet past its expiry, is returned
-// unchanged without calling give: of two sweepers that find the same hold,
-// the second waits for the first's transaction and then changes nothing, so
-// its units come back once.
+// ExpireReservation ends an active hold past its expiry as
+// CancelReservation does, with status expired; ended says whether this call
+// ended it. Any other reservation is returned unchanged without calling
+// give, so of two sweepers the second changes nothing
+// (docs/api.md#reservations).
 func (s *Store) ExpireReservation(ctx context.Context, id int64, token int64, give func(context.Context, Reservation) error) (r Reservation, ended bool, err error) {
 	return s.end(ctx, QueryExpire, id, token, StatusExpired, give)
 }

@@ -19,17 +19,12 @@ const (
 	QueryWarehouseWrite = "warehouse_write"
 )
 
-// Warehouse is the system of record for units: per product, how many are
-// free. It stands for an external service that can only be read and set to
-// an absolute value, so a reservation is a read-modify-write that no
-// database transaction of the catalog serialises: only the product's lock
-// does, and only its fencing token keeps a holder whose lock was lost from
-// writing.
-//
-// It lives in the warehouse table, reached through a pool of its own: every
-// call is its own short transaction, never part of the catalog's, and a
-// reservation holding a catalog connection never waits for a catalog
-// connection to reach it. Safe for concurrent use.
+// Warehouse is the system of record for free units per product: an outside
+// service that can only be read and set to an absolute value, so only the
+// product's lock and its fencing token guard a reservation's
+// read-modify-write. Its table is reached through a pool of its own, each
+// call its own transaction (docs/api.md#reservations). Safe for concurrent
+// use.
 type Warehouse struct {
 	db      *pgxpool.Pool
 	observe Observer
@@ -65,19 +60,14 @@ func TakeKey(idempotencyKey string) string { return "take:" + idempotencyKey }
 // GiveKey is the move key of the give that ends reservation id.
 func GiveKey(id int64) string { return "give:" + strconv.FormatInt(id, 10) }
 
-// Take takes m.Units units of m.ProductID as a client of an outside
-// warehouse must: it reads the free count and writes it less the units, two
-// calls, so only the caller's guard keeps another Take from running between
-// them. between, if not nil, runs after the read. A move already applied
-// (its Key seen) returns nil and writes nothing; one applied with other
-// units or to another product gives ErrIdempotencyMismatch. Fewer free units than
-// m.Units give ErrInsufficientStock, and nothing is written.
-//
-// A checked fence makes each call an access by its token: it is refused
-// with an error matching pgfence.ErrStaleToken when a newer token has
-// accessed the product, and refuses older tokens from then on, so that a
-// holder whose lock was lost cannot write a count it read before the next
-// holder's. An unknown product gives ErrNotFound.
+// Take takes m.Units of m.ProductID in two calls, read the free count then
+// write it less the units (between, if not nil, runs after the read), so
+// only the caller's guard serialises Takes. An applied move (its Key seen)
+// returns nil and writes nothing (ErrIdempotencyMismatch if it had other
+// units or product); too few free units give ErrInsufficientStock, an
+// unknown product ErrNotFound. With a checked fence each call is an access
+// by its token, refused (pgfence.ErrStaleToken) once a newer token accessed
+// the product.
 func (w *Warehouse) Take(ctx context.Context, m Move, f Fence, between func()) error {
 	free, applied, err := w.read(ctx, m, f)
 	if err != nil || applied {

@@ -11,18 +11,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Acquire takes the lock on resource, retrying with jittered backoff (and
-// waking early when the holder releases) until it holds it, the wait budget
-// (Options.Wait) is spent, or ctx ends. It returns ErrNotAcquired when
-// another held the lock, ErrUnavailable when the last attempt reached too
-// few servers, and ctx.Err() when ctx ended. It returns at most Timeout
-// after Wait has passed.
-//
-// The returned Lock is held: a quorum of servers confirmed that it is set
-// to this caller. It carries a fencing token that is larger than that of
-// any earlier holder of the resource, and a context that ends as soon as
-// the lock is lost or can no longer be proven held (cause ErrLost). Its
-// context is a child of ctx. Release it when done.
+// Acquire takes the lock on resource, retrying with jittered backoff (woken
+// early by the holder's release) until it holds it, Options.Wait is spent
+// (ErrNotAcquired; ErrUnavailable when the last attempt reached too few
+// servers) or ctx ends (ctx.Err()); it returns at most Timeout after Wait.
+// The Lock is held (a quorum confirmed it is set to this caller), carries a
+// fencing token larger than any earlier holder's, and a context, a child of
+// ctx, that ends with cause ErrLost as soon as the lock is lost or can no
+// longer be proven held. Release it when done.
 func (l *Locker) Acquire(ctx context.Context, resource string) (*Lock, error) {
 	return l.acquire(ctx, resource, false)
 }

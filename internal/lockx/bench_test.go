@@ -245,22 +245,11 @@ func lockxTake(l *Locker) handoffTake {
 }
 
 // BenchmarkHandoff measures how soon a waiter holds a hot lock after its
-// holder lets go: handoffContenders goroutines want one lock; each holds it
-// for handoffHold and, once it released it, waits until another goroutine
-// holds it before it queues again, so that every handoff goes to a waiter.
-// The latency runs from the start of the holder's Release to the return of
-// the next holder's Acquire. It is reported as its median and 99th
-// percentile in µs (handoff-p50-us, handoff-p99-us) and as its median in
-// round trips: over the median PING sent after handoffHold of idleness, as
-// the handoff's own requests are (handoff-p50-rtt, the goal's measure;
-// rtt-idle-us), and over the median PING sent back to back
-// (handoff-p50-hot-rtt; rtt-hot-us), both measured just before, on the same
-// client. lockx wakes its waiters by Pub/Sub; the polling baseline retries
-// SET NX PX every pollInterval, as a lock without wake-ups does. Every
-// contender has a Locker of its own, as separate processes would (each its
-// own Pub/Sub subscription), over one shared client. Goal: lockx's median
-// within 2 round trips. An op is one handoff: ns/op is the hot lock's cycle
-// time, handoffHold included.
+// holder lets go (handoffContenders goroutines, each with a Locker of its
+// own, holding it handoffHold): polling (SET NX PX every pollInterval),
+// lockx (Pub/Sub wake-ups) and lockx-handover. It reports the latency from
+// Release to the next Acquire's return in µs and in round trips; goal:
+// lockx's median within 2. The metrics: docs/benchmarks.md#locks.
 func BenchmarkHandoff(b *testing.B) {
 	rdb := benchClients(b, testenv.Redis(b))[0]
 	polling, lockx := make([]handoffTake, handoffContenders), make([]handoffTake, handoffContenders)

@@ -146,16 +146,12 @@ func tallyExtensions(got []reply) (extended, gone int) {
 	return extended, gone
 }
 
-// Release stops the watchdog and deletes the lock on every server that
-// still holds it for this holder, waking the waiters. It takes no context:
-// it always runs, bounded by the Locker's Timeout, so a finished request
-// never leaves its lock behind (context values of Acquire's ctx are kept).
-// It returns once a quorum of servers has answered; slower servers are
-// cleaned up in the background. It returns ErrLost if the lock was lost
-// before (work done under it may have overlapped with another holder's),
-// an error if fewer than a quorum of servers confirmed the release (the
-// lock then expires on the others after its TTL), else nil. No extension
-// runs after Release returns; a second call returns nil.
+// Release stops the watchdog and deletes the lock wherever it is still this
+// holder's, waking the waiters. It takes no context: it always runs, bounded
+// by Timeout, and returns once a quorum answered; no extension runs after
+// it. It returns ErrLost if the lock had been lost, an error if fewer than a
+// quorum confirmed (the lock then expires by its TTL), else nil; a second
+// call returns nil (docs/lockx.md#the-algorithm, Release).
 func (lk *Lock) Release() error {
 	lk.mu.Lock()
 	if lk.released {

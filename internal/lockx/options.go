@@ -37,13 +37,10 @@ type Options struct {
 	// context ends SafetyMargin before that.
 	NoWatchdog bool
 	// HandOver queues waiters on the server and has Release hand the lock
-	// straight to the first of them that is still waiting (first come,
-	// first served): the waiter holds it when the release's message
-	// arrives, without an attempt of its own after the release. Its cost: a
-	// waiter that crashed while queued can be handed the lock, which then
-	// sits idle until TTL runs out (nothing is handed to a waiter after its
-	// Wait would have ended). One server only (New refuses it with
-	// several). Default off.
+	// to the first still waiting (first come, first served). Cost: a waiter
+	// that crashed while queued can be handed the lock, idle until TTL runs
+	// out (never after its Wait would have ended). One server only (New
+	// refuses several). Default off. See docs/lockx.md.
 	HandOver bool
 	// Prefix starts every key. Default "lockx:" + Name + ":".
 	Prefix string
@@ -95,11 +92,9 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// fenceExpiry is how long a resource's fence counter outlives its last
-// acquisition, in milliseconds: a day, or ten TTLs if longer. A counter
-// that expired restarts from the server's clock, above every token issued
-// before (docs/lockx.md), so expiry costs nothing but bounds the keys an
-// idle resource leaves behind.
+// fenceExpiry is how long a fence counter outlives its resource's last
+// acquisition, in ms: a day, or ten TTLs if longer (harmless: see
+// docs/lockx.md#tokens-that-survive-restarts-snapshots-and-quorums).
 func fenceExpiry(ttl time.Duration) int64 { return max(24*time.Hour, 10*ttl).Milliseconds() }
 
 // drift is the clock drift Redlock allows for: 1% of the TTL plus 2ms for

@@ -34,15 +34,11 @@ type late struct {
 	cancel context.CancelFunc
 }
 
-// round runs call on the servers idx at once, every call bounded by
-// deadline, and returns the replies as soon as decided says that those so
-// far settle the outcome (given how many are still pending), or once every
-// server has answered. A slow or paused server therefore costs nothing
-// while a quorum answers. The calls still pending keep running until they
-// answer or reach deadline; rest hands their replies to whoever must clean
-// up after them.
-//
-// With one server, the call runs on the caller's goroutine.
+// round runs call on the servers idx at once, each bounded by deadline, and
+// returns as soon as decided says the replies so far settle the outcome (or
+// all have answered), so a slow minority costs nothing. Calls still pending
+// run on; rest hands their replies to whoever must clean up after them.
+// With one server the call runs on the caller's goroutine.
 func (l *Locker) round(ctx context.Context, idx []int, deadline time.Time, call nodeCall, decided func(got []reply, pending int) bool) ([]reply, late) {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	if len(idx) == 1 {

@@ -3,17 +3,9 @@ package lockx
 import "github.com/redis/go-redis/v9"
 
 // nextToken is the Lua function every script that grants the lock issues
-// the fencing token with: the larger of the counter plus one and the
-// server's clock in whole milliseconds, times 1000 (SET ... GET: Redis 6.2
-// or later). The clock makes tokens increase across a restart that lost the
-// counter or brought back an older one (an RDB snapshot, AOF everysec, a
-// lagging replica): every token issued before was at most the clock reading
-// of its millisecond plus the acquisitions within it, fewer than 1000 (a
-// Redis server runs far fewer scripts a millisecond). The counter keeps
-// tokens strictly increasing within a millisecond. Whole milliseconds let
-// the servers of a quorum whose clocks agree issue equal tokens, so that no
-// raise is needed. The counter expires fenceExpiry after the last
-// acquisition, as a lost counter is harmless (docs/lockx.md).
+// the fencing token with: max(counter + 1, server time in whole ms × 1000),
+// stored as the counter (SET ... GET: Redis 6.2 or later) for fenceExpiry.
+// Why: docs/lockx.md#tokens-that-survive-restarts-snapshots-and-quorums.
 const nextToken = `
 local function next_token(fence, expiry)
   local t = redis.call('TIME')
@@ -29,9 +21,8 @@ end
 
 // acquireSrc takes the lock with SET NX PX (relative expiry only) and
 // returns the resource's next fencing token. A caller that finds the lock
-// already set to its own holder token (its earlier attempt ran but the
-// reply was lost, or the client retried the call) holds it: the TTL is
-// renewed and the token issued then is returned.
+// already set to its own holder token holds it: the TTL is renewed and the
+// token issued then is returned (docs/lockx.md#the-algorithm).
 //
 //	KEYS[1] lock key, KEYS[2] fence counter key (same hash slot)
 //	ARGV[1] holder token, ARGV[2] TTL in milliseconds, ARGV[3] fence
@@ -76,11 +67,10 @@ redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[2], '')
 return 1`
 
-// queuedAcquireSrc is acquireSrc for Options.HandOver. A caller that finds
-// the lock already set to its own token was handed it while it was not
-// listening: it holds it from now (full TTL again). A caller that finds the
-// lock held joins the resource's queue (first come, first served) until its
-// deadline; its own success takes it off the queue.
+// queuedAcquireSrc is acquireSrc for Options.HandOver: a caller that finds
+// the lock set to its own token (handed to it) holds it with a full TTL; one
+// that finds it held joins the queue until its deadline
+// (docs/lockx.md#hand-over-a-fair-queue-optionshandover).
 //
 //	KEYS[1] lock key, KEYS[2] fence counter key, KEYS[3] queue (sorted set:
 //	holder by arrival), KEYS[4] deadlines (hash: holder -> server ms), all
@@ -115,14 +105,12 @@ for _, k in ipairs({KEYS[3], KEYS[4]}) do
 end
 return 0`
 
-// grantSrc releases for Options.HandOver, and takes a waiter that gives up
-// off the queue. If the caller holds the lock, the first queued waiter whose
-// deadline has not passed gets it at once: the lock is set to its token
-// with a fresh TTL and a new fencing token, and the message on the wake-up
-// channel names it ("holder:token"). With no such waiter the lock is
-// deleted and the message is empty, as with releaseSrc. A caller that held
-// the lock learns the fence counter as it was: every hand-over message it
-// may still receive from before carries a token no larger.
+// grantSrc releases for Options.HandOver and takes a waiter that gives up
+// off the queue. A held lock goes to the first queued waiter whose deadline
+// has not passed (fresh TTL, next token, message "holder:token"), or is
+// deleted (empty message). The fence counter it returns lets the caller
+// ignore older hand-over messages
+// (docs/lockx.md#hand-over-a-fair-queue-optionshandover).
 //
 //	KEYS as queuedAcquireSrc; ARGV[1] holder token, ARGV[2] wake-up channel,
 //	ARGV[3] TTL in milliseconds, ARGV[4] fence counter expiry in milliseconds

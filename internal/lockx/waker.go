@@ -10,18 +10,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// waker delivers release messages to waiting Acquire calls, so a waiter
-// retries as soon as the holder releases instead of sleeping out its backoff.
-// One Pub/Sub connection per Locker, subscribed only to the channels that
-// have waiters.
-//
-// Waiters only change a map: one goroutine of the waker's own does all the
-// network I/O (subscribing, unsubscribing, repairing after a failure), each
-// call bounded by Timeout. A paused or dead server therefore delays
-// wake-ups, never a waiter: without them, waiters fall back to polling.
-//
-// A message is empty after a plain release, or "holder:token" when the lock
-// was handed over to a queued waiter (Options.HandOver).
+// waker delivers release messages to waiting Acquire calls over one Pub/Sub
+// connection per Locker. Waiters only change a map; a goroutine of its own
+// does the network I/O, each call bounded by Timeout, so a paused server
+// delays wake-ups, never a waiter (docs/lockx.md#the-algorithm, Waiting).
+// A message is empty after a release, "holder:token" after a hand-over.
 type waker struct {
 	rdb     redis.UniversalClient
 	timeout time.Duration

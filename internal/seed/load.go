@@ -45,21 +45,14 @@ type Result struct {
 	Duration time.Duration
 }
 
-// Run fills the catalog tables (categories, products, inventory, reviews) of
-// a migrated, empty database with the deterministic catalog for cfg, records
-// it in seed_info and refreshes the planner statistics, all in one
-// transaction: either everything is there afterwards, or nothing changed.
-//
-// Run is idempotent and safe to call concurrently, from any number of
-// processes: it serialises on the advisory lock LockKey, and when seed_info
-// already records a seed at cfg.Scale it returns a Result with Skipped set
-// and writes nothing. When the recorded scale differs it returns an error
-// wrapping ErrScaleMismatch; when the tables hold unrecorded rows, one
-// wrapping ErrNotEmpty; an invalid cfg gives ErrInvalidScale.
-//
-// Rows are streamed to COPY as they are generated; memory use is about four
-// bytes per review (the review-to-product plan) regardless of row sizes.
-// After a seed, each identity sequence continues after the largest id.
+// Run fills the catalog tables of a migrated, empty database with the
+// deterministic catalog for cfg, records it in seed_info and refreshes the
+// planner statistics, in one transaction: everything or nothing. It is
+// idempotent and safe to call concurrently (package doc): a seed recorded at
+// cfg.Scale is skipped (Result.Skipped); errors wrap ErrScaleMismatch (another
+// scale recorded), ErrNotEmpty (unrecorded rows) or ErrInvalidScale. Rows
+// stream to COPY (about four bytes of memory per review); identity
+// sequences then continue after the largest id.
 func Run(ctx context.Context, db DB, cfg Config) (Result, error) {
 	start := time.Now()
 	counts, err := cfg.Counts()

@@ -22,11 +22,9 @@ const (
 	streamReviewOrder
 )
 
-// rng is a deterministic random source for one stream and one row. It uses
-// only the raw output of math/rand/v2's PCG (a specified algorithm:
-// PCG-DXSM with a 128-bit state) and integer arithmetic, never the derived
-// methods of rand.Rand or floating point, so its values do not depend on the
-// Go release or the CPU.
+// rng is a deterministic random source for one stream and one row: raw
+// outputs of math/rand/v2's PCG (PCG-DXSM, 128-bit state) and integer
+// arithmetic only (package doc, Determinism).
 type rng struct {
 	pcg rand.PCG
 }

@@ -33,10 +33,8 @@ const (
 	startTimeout = 2 * time.Minute
 )
 
-// init silences testcontainers' process-wide logger, which would print the
-// engine banner and reaper chatter to stderr. It is set once, before any test
-// runs, so no test races with testcontainers reading it. Each container logs
-// its lifecycle to its own test instead (see tclog.TestLogger below).
+// init silences testcontainers' process-wide logger (engine banner, reaper
+// chatter) before any test runs; each container logs to its own test.
 func init() { tclog.SetDefault(tclog.NewNoopLogger()) }
 
 // containerLogger sends testcontainers' log to the test's, and nowhere when
@@ -85,18 +83,11 @@ type redisContainer struct {
 }
 
 // startContainerNode starts redis:7-alpine on a free fixed port of
-// 127.0.0.1, retrying with another port when the chosen one was taken in the
-// meantime, and returns once the server answers PING there. The container is
-// removed at the end of the test.
-//
-// Without cluster, container port 6379 is published on 127.0.0.1:<port>; a
-// fixed port (not Docker's random one) keeps the address across Restart.
-// With cluster, the container uses host networking and redis-server listens
-// on 127.0.0.1:<port> itself, so that the addresses nodes announce to each
-// other are the ones the test's client dials. Host networking shares this
-// machine's network only with a Linux engine running on it; with Docker
-// Desktop, a remote engine or any other VM-based engine RedisCluster fails
-// with a message that says so.
+// 127.0.0.1 (kept across Restart), retrying with another port when the
+// chosen one was taken meanwhile, and returns once it answers PING there;
+// the container is removed at the end of the test. A cluster node uses host
+// networking, which only a local Linux engine offers
+// (docs/architecture.md#tests).
 func startContainerNode(tb TB, cluster bool) *RedisNode {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)

@@ -43,15 +43,12 @@ type Row struct {
 	Key                           any
 }
 
-// Claim records token as the row's fencing token inside tx, provided the
-// row's token is not larger, and locks the row until tx ends. It succeeds
-// exactly when the row's token is at most token. An equal token is accepted
-// because it can only be the same lock holder writing again: lockx issues
-// every acquisition a token larger than every token issued before on the
-// resource, across server restarts that lose or roll back data, so no two
-// holders carry the same one (TestTwoHoldersNeverCarryTheSameToken). It
-// returns ErrStaleToken when the row has a larger token, ErrNoRow when there
-// is no such row, and the database's error otherwise.
+// Claim records token as the row's fencing token inside tx and locks the
+// row until tx ends; it succeeds exactly when the row's token is at most
+// token (an equal one can only be the same holder's:
+// docs/lockx.md#fencing-is-the-real-safety). It returns ErrStaleToken when
+// the row has a larger token, ErrNoRow when there is no such row, and the
+// database's error otherwise.
 func Claim(ctx context.Context, tx pgx.Tx, r Row, token int64) error {
 	table := pgx.Identifier{r.Table}.Sanitize()
 	key := pgx.Identifier{r.KeyColumn}.Sanitize()
