@@ -39,11 +39,11 @@ down: ## stop the demo (either variant) and drop its data
 	docker compose down -v --remove-orphans
 
 .PHONY: run-local
-run-local: ## the stack from local binaries, no Docker: Redis x4, migrate, seed, API on :8080
+run-local: ## the stack without Docker: starts 4 Redis of its own on free ports (addresses in .run/env), the API on :8080 and Prometheus on :9090 if installed; migrates and seeds db stampede
 	bash scripts/local.sh start
 
 .PHONY: stop-local
-stop-local: ## stop what run-local started
+stop-local: ## stop what run-local started (the API, Prometheus and the Redis servers recorded in .run/)
 	bash scripts/local.sh stop
 
 .PHONY: lint

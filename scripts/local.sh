@@ -1,37 +1,171 @@
 #!/usr/bin/env bash
 # The whole stack from local binaries, without Docker: make run-local / make stop-local.
-# Reuses a running Postgres (127.0.0.1:5432, user postgres) and Redis (127.0.0.1:6379),
-# starts three private Redis servers for the Redlock quorum, migrates, seeds and
-# starts the API on :8080 and, when installed, Prometheus on :9090. Everything it starts
-# is recorded in .run/ and stopped by "stop".
+# Reuses a running Postgres (127.0.0.1:5432, user postgres). Starts its own Redis servers
+# on free loopback ports (the caches' Redis and the three of the lock's Redlock quorum),
+# migrates, seeds and starts the API on 127.0.0.1:8080 and, when installed, Prometheus on
+# 127.0.0.1:9090. Everything it starts is recorded in .run/ (*.pid; redis-*.port for each
+# Redis; env holds the addresses) and stopped by "stop". A second "start" reuses the
+# recorded servers that still run (the process on the recorded port must be the recorded
+# pid), and restarts the API when its binary or settings changed.
+#
+# Settings (environment): HTTP_ADDR (127.0.0.1:8080), DB_NAME (stampede), RUN_DIR (.run),
+# PROMETHEUS_ADDR (127.0.0.1:9090), SCALE (seed scale, 1), ADMIN_TOKEN (local-admin).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-RUN=.run
-mkdir -p "$RUN"
+root=$(cd "$(dirname "$0")/.." && pwd)
+RUN=${RUN_DIR:-$root/.run}
+[[ $RUN == /* ]] || RUN="$PWD/$RUN" # absolute: the API is recognised by its command line
+cd "$root"
+HTTP_ADDR=${HTTP_ADDR:-127.0.0.1:8080}
+DB_NAME=${DB_NAME:-stampede}
+PROMETHEUS_ADDR=${PROMETHEUS_ADDR:-127.0.0.1:9090}
+REDIS_NAMES=(cache lock1 lock2 lock3)
 say() { printf 'run-local: %s\n' "$*"; }
 
-stop() {
-	shopt -s nullglob
-	for f in "$RUN"/*.pid; do
-		pid=$(cat "$f")
-		if kill -0 "$pid" 2>/dev/null; then
-			kill "$pid" && say "stopped $(basename "$f" .pid) (pid $pid)"
-		fi
-		rm -f "$f"
-	done
+# alive reports whether process $1 runs (a zombie does not).
+alive() {
+	local stat
+	stat=$(ps -o stat= -p "$1" 2>/dev/null) && [ "${stat:0:1}" != Z ]
 }
 
-start_redis() { # name port
-	local name=$1 port=$2
-	if redis-cli -p "$port" ping >/dev/null 2>&1; then
-		say "redis $name: reusing 127.0.0.1:$port"
+# args_of prints the command line of process $1, nothing when none runs.
+args_of() { ps -o args= -p "$1" 2>/dev/null || true; }
+
+# redis_pid prints the process id the Redis on 127.0.0.1:$1 reports, nothing
+# when none answers.
+redis_pid() {
+	redis-cli -h 127.0.0.1 -p "$1" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p'
+}
+
+# listening reports whether anything accepts connections on 127.0.0.1:$1.
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# random_port prints a port in 20000-32767: below Linux's ephemeral range, so
+# that no outgoing connection holds it.
+random_port() { echo $((20000 + RANDOM % 12768)); }
+
+# checksum prints the SHA-256 of file $1.
+checksum() {
+	if command -v sha256sum >/dev/null; then sha256sum "$1"; else shasum -a 256 "$1"; fi | cut -d' ' -f1
+}
+
+# end_process stops process $2 (named $1 in messages) with SIGTERM, and
+# SIGKILL if it has not exited after 30s (the API drains for up to 20s).
+end_process() {
+	local name=$1 pid=$2
+	kill "$pid" 2>/dev/null || true
+	for _ in $(seq 300); do alive "$pid" || break; sleep 0.1; done
+	if alive "$pid"; then
+		say "$name (pid $pid) ignored SIGTERM for 30s: killing it"
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	say "stopped $name (pid $pid)"
+}
+
+# redis_ours reports whether the Redis recorded as $1 runs: the server on the
+# recorded port reports the recorded pid.
+redis_ours() {
+	local pid port
+	pid=$(cat "$RUN/redis-$1.pid" 2>/dev/null) || return 1
+	port=$(cat "$RUN/redis-$1.port" 2>/dev/null) || return 1
+	[ -n "$pid" ] && [ "$(redis_pid "$port")" = "$pid" ]
+}
+
+# start_redis reuses the Redis recorded as $1 when it runs, or starts one on
+# a free loopback port (the recorded one first, so that the addresses survive
+# a stop and start) and records its pid and port.
+start_redis() {
+	local name=$1 pidf="$RUN/redis-$1.pid" portf="$RUN/redis-$1.port" pid port
+	port=$(cat "$portf" 2>/dev/null || true)
+	if redis_ours "$name"; then
+		say "redis $name: reusing 127.0.0.1:$port (pid $(cat "$pidf"))"
 		return
 	fi
-	mkdir -p "$RUN/$name"
-	redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$RUN/$name" \
-		--daemonize yes --pidfile "$PWD/$RUN/$name.pid" --logfile "$PWD/$RUN/$name.log"
-	for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-	say "redis $name: started on 127.0.0.1:$port"
+	pid=$(cat "$pidf" 2>/dev/null || true)
+	if [ -n "$pid" ] && alive "$pid" && [[ $(args_of "$pid") == *redis-server* ]]; then
+		say "redis $name (pid $pid) does not answer on 127.0.0.1:$port: run make stop-local first"
+		exit 1
+	fi
+	rm -f "$pidf"
+	mkdir -p "$RUN/redis-$name"
+	for try in $(seq 20); do
+		if [ "$try" -gt 1 ] || [ -z "$port" ]; then port=$(random_port); fi
+		listening "$port" && continue
+		# The pid file appears once the server listens; the port is ours
+		# when the server on it reports that pid.
+		redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$RUN/redis-$name" \
+			--daemonize yes --pidfile "$pidf" --logfile "$RUN/redis-$name.log"
+		for _ in $(seq 50); do
+			pid=$(cat "$pidf" 2>/dev/null || true)
+			if [ -n "$pid" ] && [ "$(redis_pid "$port")" = "$pid" ]; then
+				echo "$port" >"$portf"
+				say "redis $name: started on 127.0.0.1:$port (pid $pid)"
+				return
+			fi
+			sleep 0.1
+		done
+	done
+	say "redis $name: could not start one (see $RUN/redis-$name.log)"
+	exit 1
+}
+
+# stop_redis stops the Redis recorded as $1 if it is still that server.
+stop_redis() {
+	local name=$1 pid port
+	pid=$(cat "$RUN/redis-$name.pid" 2>/dev/null || true)
+	port=$(cat "$RUN/redis-$name.port" 2>/dev/null || true)
+	[ -n "$pid" ] || return 0
+	# A paused or hung server does not answer: its command line names its port.
+	if redis_ours "$name" || { [ -n "$port" ] && alive "$pid" && [[ $(args_of "$pid") == *redis-server*":$port"* ]]; }; then
+		end_process "redis $name" "$pid"
+	elif alive "$pid"; then
+		say "redis $name: pid $pid is no longer the Redis on 127.0.0.1:$port: left alone"
+	fi
+	rm -f "$RUN/redis-$name.pid"
+}
+
+# api_ours reports whether process $1 is the API this script started from
+# $RUN/api (an older version of this script started it as .run/api).
+api_ours() {
+	local args
+	alive "$1" || return 1
+	args=$(args_of "$1")
+	[ "$args" = "$RUN/api" ] || { [ "$RUN" = "$root/.run" ] && [ "$args" = ".run/api" ]; }
+}
+
+# start_api (re)starts the API unless the recorded one runs the binary just
+# built with the same settings.
+start_api() {
+	local pid stamp old why
+	stamp=$(printf 'binary sha256 %s\n' "$(checksum "$RUN/api")"; cat "$RUN/env")
+	pid=$(cat "$RUN/api.pid" 2>/dev/null || true)
+	if [ -n "$pid" ] && api_ours "$pid"; then
+		old=$(cat "$RUN/api.stamp" 2>/dev/null || true)
+		if [ "$stamp" = "$old" ]; then
+			say "api: already running (pid $pid), same binary and settings"
+			return
+		fi
+		why="its settings changed"
+		[ "$(head -n1 <<<"$stamp")" = "$(head -n1 <<<"$old")" ] || why="its binary changed"
+		say "api: $why: restarting it"
+		end_process api "$pid"
+	fi
+	nohup "$RUN/api" >"$RUN/api.out" 2>"$RUN/api.log" &
+	pid=$!
+	echo "$pid" >"$RUN/api.pid"
+	printf '%s\n' "$stamp" >"$RUN/api.stamp"
+	# Ready only once this process listens: another server on HTTP_ADDR
+	# answering /readyz does not count.
+	for _ in $(seq 300); do
+		alive "$pid" || { say "the api exited; see $RUN/api.log"; tail -n 5 "$RUN/api.log" >&2; exit 1; }
+		grep -q 'listening on' "$RUN/api.out" && break
+		sleep 0.1
+	done
+	for _ in $(seq 100); do
+		curl -fsS "http://$HTTP_ADDR/readyz" >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	curl -fsS "http://$HTTP_ADDR/readyz" >/dev/null || { say "the api did not become ready; see $RUN/api.log"; exit 1; }
+	say "api: started on $HTTP_ADDR (pid $pid)"
 }
 
 # prometheus_config prints deploy/prometheus.yml for this stack: the compose
@@ -39,74 +173,139 @@ start_redis() { # name port
 # checkout. It fails when the file no longer has the shape it rewrites.
 prometheus_config() {
 	local src=deploy/prometheus.yml out
-	out=$(sed -e 's|\[api-1:8080, api-2:8080\]|[127.0.0.1:8080]|' \
+	out=$(sed -e "s|\[api-1:8080, api-2:8080\]|[$HTTP_ADDR]|" \
 		-e 's|\[loadgen:9102\]|[127.0.0.1:9102]|' \
 		-e "s|/etc/prometheus/rules/alerts.yml|$PWD/deploy/rules/alerts.yml|" "$src")
-	for want in '[127.0.0.1:8080]' '[127.0.0.1:9102]' "$PWD/deploy/rules/alerts.yml"; do
+	for want in "[$HTTP_ADDR]" '[127.0.0.1:9102]' "$PWD/deploy/rules/alerts.yml"; do
 		grep -qF -- "$want" <<<"$out" || { echo "local.sh: $src no longer has the targets or rule_files it rewrites ($want)" >&2; return 1; }
 	done
 	printf '%s\n' "$out"
 }
 
-# start_prometheus runs Prometheus on 127.0.0.1:9090 when it is installed
+# prometheus_ours reports whether process $1 is the Prometheus this script
+# started (an older version of this script gave it .run/prometheus.yml).
+prometheus_ours() {
+	local args
+	alive "$1" || return 1
+	args=$(args_of "$1")
+	[[ $args == *prometheus*"--config.file=$RUN/prometheus.yml"* ]] ||
+		{ [ "$RUN" = "$root/.run" ] && [[ $args == *prometheus*"--config.file=.run/prometheus.yml"* ]]; }
+}
+
+# start_prometheus runs Prometheus on PROMETHEUS_ADDR when it is installed
 # (Debian: apt-get install prometheus), scraping the API and loadgen.
 start_prometheus() {
+	local pid
 	if ! command -v prometheus >/dev/null; then
 		say "prometheus is not installed: no metrics history (apt-get install prometheus, then make run-local again)"
 		return
 	fi
-	if curl -fsS http://127.0.0.1:9090/-/ready >/dev/null 2>&1; then
-		say "prometheus: reusing 127.0.0.1:9090"
+	prometheus_config >"$RUN/prometheus.yml.new"
+	pid=$(cat "$RUN/prometheus.pid" 2>/dev/null || true)
+	if [ -n "$pid" ] && prometheus_ours "$pid"; then
+		if ! cmp -s "$RUN/prometheus.yml.new" "$RUN/prometheus.yml"; then
+			mv "$RUN/prometheus.yml.new" "$RUN/prometheus.yml"
+			kill -HUP "$pid" # reloads the configuration
+			say "prometheus: already running (pid $pid), configuration reloaded"
+		else
+			rm -f "$RUN/prometheus.yml.new"
+			say "prometheus: already running (pid $pid)"
+		fi
 		return
 	fi
-	prometheus_config >"$RUN/prometheus.yml"
+	rm -f "$RUN/prometheus.pid"
+	if curl -fsS "http://$PROMETHEUS_ADDR/-/ready" >/dev/null 2>&1; then
+		rm -f "$RUN/prometheus.yml.new"
+		say "prometheus: one this script did not start answers on $PROMETHEUS_ADDR: using it"
+		return
+	fi
+	mv "$RUN/prometheus.yml.new" "$RUN/prometheus.yml"
 	nohup prometheus --config.file="$RUN/prometheus.yml" --storage.tsdb.path="$RUN/prometheus-data" \
-		--web.listen-address=127.0.0.1:9090 >"$RUN/prometheus.log" 2>&1 &
+		--web.listen-address="$PROMETHEUS_ADDR" >"$RUN/prometheus.log" 2>&1 &
 	echo $! >"$RUN/prometheus.pid"
-	say "prometheus: started on 127.0.0.1:9090 (config $RUN/prometheus.yml)"
+	say "prometheus: started on $PROMETHEUS_ADDR (config $RUN/prometheus.yml)"
 }
 
+# stop_prometheus stops the Prometheus this script started.
+stop_prometheus() {
+	local pid
+	pid=$(cat "$RUN/prometheus.pid" 2>/dev/null || true)
+	if [ -n "$pid" ] && prometheus_ours "$pid"; then end_process prometheus "$pid"; fi
+	rm -f "$RUN/prometheus.pid"
+}
+
+# stop_legacy stops the Redis servers an older version of this script started
+# on fixed ports (recorded as .run/cache.pid and .run/lockN.pid).
+stop_legacy() {
+	local f pid
+	for f in "$RUN"/cache.pid "$RUN"/lock{1,2,3}.pid; do
+		[ -f "$f" ] || continue
+		pid=$(cat "$f")
+		if alive "$pid" && [[ $(args_of "$pid") == *redis-server* ]]; then end_process "redis $(basename "$f" .pid) (old fixed port)" "$pid"; fi
+		rm -f "$f"
+	done
+}
+
+# stop ends what start started, as recorded in $RUN, and nothing else.
+stop() {
+	local pid i
+	pid=$(cat "$RUN/api.pid" 2>/dev/null || true)
+	if [ -n "$pid" ] && api_ours "$pid"; then end_process api "$pid"; fi
+	rm -f "$RUN/api.pid" "$RUN/api.stamp"
+	stop_prometheus
+	for ((i = ${#REDIS_NAMES[@]} - 1; i >= 0; i--)); do stop_redis "${REDIS_NAMES[i]}"; done
+	stop_legacy
+	rm -f "$RUN/env"
+}
+
+# start brings the stack up, reusing what still runs (see the top of the file).
 start() {
 	command -v redis-server >/dev/null || { say "redis-server is not installed (apt-get install redis-server)"; exit 1; }
 	command -v pg_isready >/dev/null || { say "Postgres client tools are not installed (apt-get install postgresql)"; exit 1; }
+	[[ $DB_NAME =~ ^[a-z_][a-z0-9_]*$ ]] || { say "DB_NAME=$DB_NAME: want a lower-case SQL identifier"; exit 2; }
 	if ! pg_isready -q -h 127.0.0.1 -p 5432; then
 		say "no Postgres answers on 127.0.0.1:5432: start one (as on CI: pg_ctlcluster <version> main start)"
 		exit 1
 	fi
-	start_redis cache 6379
-	for i in 1 2 3; do start_redis "lock$i" $((7000 + i)); done
+	mkdir -p "$RUN"
+	stop_legacy
+	local name lock=()
+	for name in "${REDIS_NAMES[@]}"; do start_redis "$name"; done
+	for name in "${REDIS_NAMES[@]:1}"; do lock+=("redis://127.0.0.1:$(cat "$RUN/redis-$name.port")"); done
 
-	psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'stampede'" | grep -q 1 ||
-		psql -h 127.0.0.1 -U postgres -qc "CREATE DATABASE stampede"
-	export DATABASE_URL="postgres://postgres@127.0.0.1:5432/stampede?sslmode=disable"
-	export REDIS_URL="redis://127.0.0.1:6379"
-	export LOCK_REDIS_URLS="redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://127.0.0.1:7003"
+	psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$DB_NAME'" | grep -q 1 ||
+		psql -h 127.0.0.1 -U postgres -qc "CREATE DATABASE $DB_NAME"
+	export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB_NAME?sslmode=disable"
+	export REDIS_URL="redis://127.0.0.1:$(cat "$RUN/redis-cache.port")"
+	export LOCK_REDIS_URLS
+	LOCK_REDIS_URLS=$(IFS=,; echo "${lock[*]}")
 	export ADMIN_TOKEN="${ADMIN_TOKEN:-local-admin}"
-	export HTTP_ADDR="${HTTP_ADDR:-127.0.0.1:8080}"
+	export HTTP_ADDR
+	# The addresses, for users and tools: set -a; . .run/env; set +a
+	{
+		echo "# the stack make run-local started (scripts/local.sh)"
+		echo "HTTP_ADDR=$HTTP_ADDR"
+		echo "DATABASE_URL=$DATABASE_URL"
+		echo "REDIS_URL=$REDIS_URL"
+		echo "LOCK_REDIS_URLS=$LOCK_REDIS_URLS"
+		printf 'ADMIN_TOKEN=%q\n' "$ADMIN_TOKEN"
+	} >"$RUN/env"
 
 	go build -o "$RUN/api" ./cmd/api
 	"$RUN/api" seed -scale "${SCALE:-1}"
-	if [ -f "$RUN/api.pid" ] && kill -0 "$(cat "$RUN/api.pid")" 2>/dev/null; then
-		say "api already running (pid $(cat "$RUN/api.pid"))"
-	else
-		nohup "$RUN/api" >"$RUN/api.out" 2>"$RUN/api.log" &
-		echo $! >"$RUN/api.pid"
-	fi
-	for _ in $(seq 100); do
-		curl -fsS "http://$HTTP_ADDR/readyz" >/dev/null 2>&1 && break
-		sleep 0.1
-	done
-	curl -fsS "http://$HTTP_ADDR/readyz" >/dev/null || { say "the api did not become ready; see $RUN/api.log"; exit 1; }
+	start_api
 	start_prometheus
 	cat <<EOT
 run-local: up.
   API          http://$HTTP_ADDR   (try /v1/categories/1/stats, /openapi.yaml, /metrics)
   admin token  $ADMIN_TOKEN   (curl -H "Authorization: Bearer $ADMIN_TOKEN" http://$HTTP_ADDR/admin/caches)
   Postgres     $DATABASE_URL
-  Redis        cache $REDIS_URL, lock $LOCK_REDIS_URLS
-  Prometheus   http://127.0.0.1:9090   (if installed; scrapes the API and loadgen -metrics-addr 127.0.0.1:9102)
-  logs         $RUN/api.log
-  stop         make stop-local
+  Redis        cache $REDIS_URL
+               lock  $LOCK_REDIS_URLS
+  addresses    $RUN/env   (set -a; . $RUN/env; set +a)
+  Prometheus   http://$PROMETHEUS_ADDR   (if installed; scrapes the API and loadgen -metrics-addr 127.0.0.1:9102)
+  logs         $RUN/api.log, $RUN/redis-*.log
+  stop         make stop-local${RUN_DIR:+   (with RUN_DIR=$RUN)}
 EOT
 }
 

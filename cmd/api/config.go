@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,17 +32,36 @@ type config struct {
 	healthURL     string
 }
 
+// command is one subcommand of the api, for the help text.
+type command struct{ name, what string }
+
+// commands lists the subcommands in the order the help shows them; the first
+// is the default.
+func commands() []command {
+	return []command{
+		{"serve", "apply the migrations (unless -migrate=false), then serve HTTP until SIGTERM or SIGINT (the default)"},
+		{"migrate", "apply the database migrations and exit"},
+		{"seed", "apply the migrations, load the deterministic demo catalog (-scale) unless already loaded, and exit"},
+		{"healthcheck", "exit 0 when -url answers 200 within 2s (the container healthcheck of an image without a shell)"},
+		{"help", "print this help and exit (also -h, -help, --help)"},
+	}
+}
+
+// boolValues lists what strconv.ParseBool accepts, for the error on any
+// other value of a boolean setting.
+const boolValues = "1, t, T, TRUE, true, True, 0, f, F, FALSE, false or False"
+
 // parseConfig reads flags, falling back to the environment for each, and
-// returns the subcommand (serve, migrate, seed or healthcheck).
-func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (string, config, error) {
+// returns the subcommand (serve, migrate, seed, healthcheck or help). For
+// help, and for -h on any subcommand, it prints the usage to stdout and
+// returns "help" with no error.
+func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (string, config, error) {
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
-	switch cmd {
-	case "serve", "migrate", "seed", "healthcheck":
-	default:
-		return "", config{}, fmt.Errorf("unknown command %q: want serve, migrate, seed or healthcheck", cmd)
+	if !slices.ContainsFunc(commands(), func(c command) bool { return c.name == cmd }) {
+		return "", config{}, fmt.Errorf("unknown command %q: want serve, migrate, seed, healthcheck or help (api -h lists them)", cmd)
 	}
 	env := func(name, def string) string {
 		if v := getenv(name); v != "" {
@@ -48,8 +69,27 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 		}
 		return def
 	}
-	fs := flag.NewFlagSet("api "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// A boolean setting takes what strconv.ParseBool accepts; the error on
+	// anything else waits until the flags are parsed, so that -h still
+	// works.
+	var envErrs []error
+	envBool := func(name string, def bool) bool {
+		v := getenv(name)
+		if v == "" {
+			return def
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			envErrs = append(envErrs, fmt.Errorf("%s=%q is not a boolean: want %s", name, v, boolValues))
+			return def
+		}
+		return b
+	}
+	// The flag package's own output is discarded: help goes to stdout
+	// below, and a parse error is returned (main prints it).
+	fs := flag.NewFlagSet("api", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	var c config
 	var lockURLs, level, format string
 	fs.StringVar(&c.httpAddr, "http-addr", env("HTTP_ADDR", ":8080"), "listen address (env HTTP_ADDR)")
@@ -64,17 +104,28 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 	fs.DurationVar(&c.sweepEvery, "sweep-every", 10*time.Second, "how often expired reservations are swept and their units given back")
 	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	fs.StringVar(&format, "log-format", env("LOG_FORMAT", "text"), "text or json (env LOG_FORMAT)")
-	fs.BoolVar(&c.migrate, "migrate", env("MIGRATE", "true") == "true", "apply migrations before serving (env MIGRATE)")
+	fs.BoolVar(&c.migrate, "migrate", envBool("MIGRATE", true), "apply migrations before serving (env MIGRATE: "+boolValues+")")
 	fs.DurationVar(&c.drain, "drain", 20*time.Second, "how long SIGTERM waits for requests in flight")
 	fs.Float64Var(&c.scale, "scale", 1, "seed: catalog size, 1 = 25,000 products and 400,000 reviews")
 	fs.StringVar(&c.healthURL, "url", "http://127.0.0.1:8080/readyz", "healthcheck: the URL that must answer 200 within 2s (for container healthchecks in an image without a shell)")
-	if err := fs.Parse(args); err != nil {
-		return "", config{}, err
+	err := fs.Parse(args)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		return "", config{}, fmt.Errorf("%w (api -h lists the flags)", err)
+	}
+	if err != nil || cmd == "help" {
+		if err == nil && fs.NArg() > 0 {
+			return "", config{}, fmt.Errorf("help: unexpected arguments %q", fs.Args())
+		}
+		fs.SetOutput(stdout)
+		usage(fs)
+		return "help", config{}, nil
 	}
 	if fs.NArg() > 0 {
 		return "", config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	var err error
+	if err := errors.Join(envErrs...); err != nil {
+		return "", config{}, err
+	}
 	if c.holdTTL, err = time.ParseDuration(holdTTL); err != nil || c.holdTTL < time.Second || c.sweepEvery <= 0 {
 		return "", config{}, fmt.Errorf("-hold-ttl must be at least 1s and -sweep-every positive, got %v and %v", c.holdTTL, c.sweepEvery)
 	}
@@ -106,4 +157,15 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (s
 		return "", config{}, errors.New("LOCK_REDIS_URLS holds no URL")
 	}
 	return cmd, c, nil
+}
+
+// usage prints the subcommands, one line each, and the flags to fs's output.
+func usage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprint(w, "usage: api [command] [flags]\n\ncommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.what)
+	}
+	fmt.Fprint(w, "\nflags (\"env X\": when set, the environment variable X is the default):\n")
+	fs.PrintDefaults()
 }

@@ -3,6 +3,8 @@
 //	api [serve]           migrate, then serve until SIGTERM or SIGINT (default)
 //	api migrate           apply the database migrations and exit
 //	api seed [-scale 1]   load the deterministic demo catalog (once) and exit
+//	api healthcheck       exit 0 when -url answers 200 within 2s
+//	api help              list the commands and flags (also -h)
 //
 // Configuration comes from flags with environment fallbacks; `api -h` lists
 // them.

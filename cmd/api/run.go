@@ -23,10 +23,11 @@ import (
 )
 
 // run is the whole program: it returns when ctx ends (after a graceful
-// shutdown) or on a fatal error.
+// shutdown) or on a fatal error; for help (-h) it prints the usage to stdout
+// and returns nil.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cmd, cfg, err := parseConfig(args, getenv, stderr)
-	if err != nil {
+	cmd, cfg, err := parseConfig(args, getenv, stdout)
+	if err != nil || cmd == "help" {
 		return err
 	}
 	var h slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})

@@ -1,0 +1,434 @@
+//go:build unix
+
+// Package scripts_test runs scripts/local.sh (make run-local and
+// stop-local) for real: the test sits next to the script, in a directory
+// with no Go package of its own (as deploy/ holds its tests). Each run is
+// isolated: a copy of the sources, its own RUN_DIR, database, API port and
+// Prometheus port. It needs redis-server, the Postgres client tools and a
+// Postgres on 127.0.0.1:5432 (user postgres), as the script does.
+package scripts_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+)
+
+// server is a process the script recorded.
+type server struct{ pid, port int }
+
+// TestLocalStartStop runs local.sh start four times and stop once:
+//  1. it starts four Redis servers on free ports (none of the fixed ones),
+//     records their pids and ports and prints their addresses, and the API
+//     uses them;
+//  2. after a rebuild with other -ldflags, start restarts the API and reuses
+//     the Redis servers;
+//  3. with nothing changed, start restarts nothing;
+//  4. when a recorded Redis died and another Redis answers on its port,
+//     start does not take that one for its own: it starts a new server, and
+//     restarts the API on the new address;
+//  5. stop ends every recorded process, and not the other Redis.
+func TestLocalStartStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs scripts/local.sh: Redis servers, Postgres, the api")
+	}
+	for _, bin := range []string{"redis-server", "psql", "pg_isready", "curl", "ps"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("%s is not installed; local.sh needs it (apt-get install redis-server postgresql-client curl procps)", bin)
+		}
+	}
+	// The Redis servers the script records, the cache's first, and the
+	// ports on which an older script reused whatever answered.
+	redisNames := []string{"cache", "lock1", "lock2", "lock3"}
+	fixedPorts := []int{6379, 7001, 7002, 7003}
+	src := snapshot(t)
+	run := t.TempDir()
+	db := "stampede_localsh_" + randomHex(t)
+	httpAddr := freeAddr(t)
+	dropDatabase(t, db)
+	env := append(os.Environ(), "RUN_DIR="+run, "DB_NAME="+db, "HTTP_ADDR="+httpAddr, "PROMETHEUS_ADDR="+freeAddr(t),
+		"SCALE=0.001", "ADMIN_TOKEN=t0k")
+	// build(n) changes the api binary with n: an -X of no variable still
+	// lands in the binary's build info.
+	build := func(n int) []string { return append(env, fmt.Sprintf("GOFLAGS=-ldflags=-X=main.localTestBuild=%d", n)) }
+	t.Cleanup(func() { stopAll(t, src, env, run) })
+
+	// 1. Fresh start.
+	out := script(t, src, build(1), "start")
+	redises := map[string]server{}
+	var lockURLs []string
+	for _, name := range redisNames {
+		s := recorded(t, run, name)
+		if slices.Contains(fixedPorts, s.port) {
+			t.Fatalf("redis %s recorded on fixed port %d", name, s.port) // before connecting: it may not be ours
+		}
+		for other, o := range redises {
+			if o.port == s.port {
+				t.Fatalf("redis %s and %s share port %d", name, other, s.port)
+			}
+		}
+		if got := redisPid(s.port); got != s.pid {
+			t.Fatalf("redis %s: the server on port %d is pid %d, recorded %d", name, s.port, got, s.pid)
+		}
+		url := fmt.Sprintf("redis://127.0.0.1:%d", s.port)
+		if !strings.Contains(out, url) {
+			t.Errorf("the output does not tell redis %s's address %s:\n%s", name, url, out)
+		}
+		if name != "cache" {
+			lockURLs = append(lockURLs, url)
+		}
+		redises[name] = s
+	}
+	wantEnv := map[string]string{"REDIS_URL": fmt.Sprintf("redis://127.0.0.1:%d", redises["cache"].port), "LOCK_REDIS_URLS": strings.Join(lockURLs, ","),
+		"HTTP_ADDR": httpAddr}
+	checkEnvFile(t, run, wantEnv)
+	api := checkAPI(t, run, httpAddr)
+	for name, s := range redises {
+		// The api's pool keeps the connection /health used.
+		if n := connectedClients(s.port); n < 2 {
+			t.Errorf("redis %s has %d clients: the api does not use it", name, n)
+		}
+	}
+
+	// 2. Another binary: the api restarts, the Redis servers stay.
+	script(t, src, build(2), "start")
+	api2 := checkAPI(t, run, httpAddr)
+	if api2 == api {
+		t.Fatalf("the api binary changed and the api kept running (pid %d)", api)
+	}
+	if alive(api) {
+		t.Errorf("the old api (pid %d) still runs", api)
+	}
+	checkSameRedis(t, run, redises)
+
+	// 3. Nothing changed: nothing restarts.
+	script(t, src, build(2), "start")
+	if api3 := checkAPI(t, run, httpAddr); api3 != api2 {
+		t.Fatalf("nothing changed and the api was restarted (pid %d, then %d)", api2, api3)
+	}
+	checkSameRedis(t, run, redises)
+
+	// 4. lock2 dies and a Redis the script did not start takes its port.
+	old := redises["lock2"]
+	if err := syscall.Kill(old.pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "redis lock2 to exit", func() bool { return !alive(old.pid) })
+	foreign := startRedis(t, old.port)
+	script(t, src, build(2), "start")
+	lock2 := recorded(t, run, "lock2")
+	if lock2.pid == foreign.pid || lock2.port == foreign.port {
+		t.Fatalf("start took the other Redis (pid %d, port %d) for lock2: recorded %+v", foreign.pid, foreign.port, lock2)
+	}
+	if slices.Contains(fixedPorts, lock2.port) {
+		t.Fatalf("redis lock2 recorded on fixed port %d", lock2.port)
+	}
+	if got := redisPid(lock2.port); got != lock2.pid {
+		t.Fatalf("redis lock2: the server on port %d is pid %d, recorded %d", lock2.port, got, lock2.pid)
+	}
+	redises["lock2"] = lock2
+	lockURLs[1] = fmt.Sprintf("redis://127.0.0.1:%d", lock2.port)
+	wantEnv["LOCK_REDIS_URLS"] = strings.Join(lockURLs, ",")
+	checkEnvFile(t, run, wantEnv)
+	if api4 := checkAPI(t, run, httpAddr); api4 == api2 {
+		t.Errorf("lock2 moved to port %d and the api kept running with the old address (pid %d)", lock2.port, api4)
+	}
+	checkSameRedis(t, run, redises)
+
+	// 5. Stop.
+	api5 := readInt(t, filepath.Join(run, "api.pid"))
+	script(t, src, env, "stop")
+	if alive(api5) {
+		t.Errorf("the api (pid %d) runs after stop", api5)
+	}
+	for name, s := range redises {
+		if alive(s.pid) {
+			t.Errorf("redis %s (pid %d) runs after stop", name, s.pid)
+		}
+	}
+	if redisPid(foreign.port) != foreign.pid {
+		t.Errorf("stop ended the Redis it did not start (pid %d)", foreign.pid)
+	}
+	if pids, _ := filepath.Glob(filepath.Join(run, "*.pid")); len(pids) != 0 {
+		t.Errorf("pid files left after stop: %v", pids)
+	}
+}
+
+// snapshot copies what local.sh builds and reads into a temporary directory
+// and returns it: the script builds the api from this copy, so that an edit
+// to the checkout while the test runs does not count as a changed binary.
+func snapshot(t *testing.T) string {
+	t.Helper()
+	dst := t.TempDir()
+	for _, p := range []string{"go.mod", "go.sum", "cmd/api", "internal", "migrations", "scripts/local.sh", "deploy/prometheus.yml", "deploy/rules"} {
+		from, to := filepath.Join("..", p), filepath.Join(dst, p)
+		fi, err := os.Stat(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.IsDir() {
+			err = os.CopyFS(to, os.DirFS(from))
+		} else if err = os.MkdirAll(filepath.Dir(to), 0o755); err == nil {
+			var b []byte
+			if b, err = os.ReadFile(from); err == nil {
+				err = os.WriteFile(to, b, 0o644)
+			}
+		}
+		if err != nil {
+			t.Fatalf("copy %s: %v", p, err)
+		}
+	}
+	return dst
+}
+
+// script runs the copy of local.sh in src with env and returns its output
+// (stdout and stderr).
+func script(t *testing.T, src string, env []string, arg string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(src, "scripts", "local.sh"), arg)
+	cmd.Env = env
+	// On timeout, end the script's children too (go build, the seed).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second // a child holding the output open must not hang the test
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("local.sh %s: %v\n%s", arg, err, out)
+	}
+	t.Logf("local.sh %s (%v):\n%s", arg, time.Since(start).Round(time.Millisecond), out)
+	return string(out)
+}
+
+// stopAll runs local.sh stop, then ends any recorded process that survived
+// it, so that a failed test leaves nothing running.
+func stopAll(t *testing.T, src string, env []string, run string) {
+	var pids []int
+	for _, f := range []string{"api", "prometheus", "redis-cache", "redis-lock1", "redis-lock2", "redis-lock3"} {
+		if b, err := os.ReadFile(filepath.Join(run, f+".pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	cmd := exec.Command("bash", filepath.Join(src, "scripts", "local.sh"), "stop")
+	cmd.Env = env
+	cmd.WaitDelay = 10 * time.Second
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("local.sh stop: %v\n%s", err, out)
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			args, _ := exec.Command("ps", "-o", "args=", "-p", strconv.Itoa(pid)).Output()
+			if a := string(args); strings.HasPrefix(a, filepath.Join(run, "api")) || strings.Contains(a, "redis-server") || strings.Contains(a, "prometheus") {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// recorded returns the pid and port the script recorded for Redis name.
+func recorded(t *testing.T, run, name string) server {
+	t.Helper()
+	return server{readInt(t, filepath.Join(run, "redis-"+name+".pid")), readInt(t, filepath.Join(run, "redis-"+name+".port"))}
+}
+
+// checkSameRedis checks that the script still records the Redis servers in
+// want and that they run.
+func checkSameRedis(t *testing.T, run string, want map[string]server) {
+	t.Helper()
+	for name, s := range want {
+		if got := recorded(t, run, name); got != s {
+			t.Errorf("redis %s: recorded %+v, want %+v (reused)", name, got, s)
+		}
+		if !alive(s.pid) {
+			t.Errorf("redis %s (pid %d) no longer runs", name, s.pid)
+		}
+	}
+}
+
+// checkAPI checks that the recorded api runs and reports every Redis and
+// Postgres healthy, and returns its pid.
+func checkAPI(t *testing.T, run, addr string) int {
+	t.Helper()
+	pid := readInt(t, filepath.Join(run, "api.pid"))
+	if !alive(pid) {
+		t.Fatalf("the recorded api (pid %d) does not run", pid)
+	}
+	resp, err := http.Get("http://" + addr + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var health struct {
+		Status string            `json:"status"`
+		Checks map[string]string `json:"checks"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&health); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"postgres": "ok", "cache_redis": "ok", "lock_redis_1": "ok", "lock_redis_2": "ok", "lock_redis_3": "ok"}
+	if health.Status != "ok" || !maps.Equal(health.Checks, want) {
+		t.Fatalf("/health = %+v, want ok and %v", health, want)
+	}
+	return pid
+}
+
+// checkEnvFile checks the addresses the script recorded in RUN_DIR/env.
+func checkEnvFile(t *testing.T, run string, want map[string]string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(run, "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+			got[k] = v
+		}
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("env file: %s=%q, want %q\n%s", k, got[k], v, b)
+		}
+	}
+}
+
+// startRedis starts a redis-server of the test's own on port, ended at the
+// end of the test.
+func startRedis(t *testing.T, port int) server {
+	t.Helper()
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	s := server{cmd.Process.Pid, port}
+	waitFor(t, "the other redis to answer", func() bool { return redisPid(port) == s.pid })
+	return s
+}
+
+// redisPid returns the process id the Redis on 127.0.0.1:port reports, 0
+// when none answers.
+func redisPid(port int) int {
+	info := redisInfo(port, "server")
+	pid, _ := strconv.Atoi(info["process_id"])
+	return pid
+}
+
+// connectedClients returns the number of clients of the Redis on
+// 127.0.0.1:port.
+func connectedClients(port int) int {
+	n, _ := strconv.Atoi(redisInfo(port, "clients")["connected_clients"])
+	return n
+}
+
+// redisInfo returns the fields of section of the Redis on 127.0.0.1:port's
+// INFO, nil when none answers.
+func redisInfo(port int, section string) map[string]string {
+	rdb := redis.NewClient(&redis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), MaxRetries: -1, DialTimeout: time.Second})
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s, err := rdb.Info(ctx, section).Result()
+	if err != nil {
+		return nil
+	}
+	m := map[string]string{}
+	for line := range strings.Lines(s) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// alive reports whether process pid runs; a zombie does not.
+func alive(pid int) bool {
+	out, err := exec.Command("ps", "-o", "stat=", "-p", strconv.Itoa(pid)).Output()
+	return err == nil && len(out) > 0 && !strings.HasPrefix(strings.TrimSpace(string(out)), "Z")
+}
+
+// readInt returns the number in the file at path, which must exist.
+func readInt(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("not recorded: %v", err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return n
+}
+
+// freeAddr returns a loopback address that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// randomHex returns 12 random hex digits.
+func randomHex(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// dropDatabase drops db, which the script creates, at the end of the test.
+func dropDatabase(t *testing.T, db string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
+		if err != nil {
+			t.Errorf("drop database %s: %v", db, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", db, err)
+		}
+	})
+}
+
+// waitFor fails the test when cond does not hold within 10s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
