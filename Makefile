@@ -46,6 +46,16 @@ run-local: ## the stack without Docker: starts 4 Redis of its own on free ports 
 stop-local: ## stop what run-local started (the API, Prometheus and the Redis servers recorded in .run/)
 	bash scripts/local.sh stop
 
+# experiments: the guided experiments' commands as docs/experiments shows them,
+# writing into the committed references (TestExperimentCommandsParse keeps the
+# two in step).
+LOADGEN = $(GO) run ./cmd/loadgen -admin-token local-admin
+.PHONY: experiments
+experiments: ## rerun the three guided experiments against make run-local and replace their reports in docs/experiments (~7 min)
+	$(LOADGEN) -rate 200 -phases ttl,xfetch:1,xfetch:0.5 -phase-duration 60s -report-dir docs/experiments/01-stampede stampede
+	$(LOADGEN) -rate 20 -duration 30s -skus 1,3,4,5,6,7,8,9,10,11 -stock 20 -pause-percent 5 -pause-ms 6000 -report-dir docs/experiments/02-lost-lock lostlock
+	$(LOADGEN) -rate 200 -duration 90s -outage-at 30s -outage-for 30s -report-dir docs/experiments/03-redis-outage browse
+
 .PHONY: lint
 lint: ## gofmt check and go vet
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

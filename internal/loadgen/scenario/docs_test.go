@@ -165,3 +165,31 @@ func TestExperimentCommandsParse(t *testing.T) {
 		t.Error("no experiment shows how to run next to the compose demo (-pause-demo)")
 	}
 }
+
+// TestMakeExperimentsRunsTheDocumentedCommands: `make experiments` runs each
+// experiment's first command as its doc shows it, only writing into the
+// committed reference.
+func TestMakeExperimentsRunsTheDocumentedCommands(t *testing.T) {
+	mk, err := os.ReadFile("../../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := regexp.MustCompile(`(?m)^go run \./cmd/loadgen ((?:.*\\\n)*.*)$`)
+	for doc, dir := range experimentDocs(t) {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := cmd.FindStringSubmatch(string(text))
+		if m == nil {
+			t.Errorf("%s: no loadgen command", doc)
+			continue
+		}
+		args := strings.Fields(strings.ReplaceAll(m[1], "\\\n", " "))
+		args = append(args[:len(args)-1:len(args)-1], "-report-dir", "docs/experiments/"+filepath.Base(dir), args[len(args)-1])
+		want := "\t$(LOADGEN) " + strings.Join(args[2:], " ") + "\n"
+		if !strings.HasPrefix(m[1], "-admin-token local-admin ") || !strings.Contains(string(mk), want) {
+			t.Errorf("Makefile's experiments target lacks %q (the command of %s with -report-dir)", want, doc)
+		}
+	}
+}
