@@ -142,7 +142,8 @@ func serverHitRatio(p loadgen.Point, _ float64) float64 {
 // (timeouts, refused connections, 5xx) and the failed scrapes per second,
 // so a hung or dead target shows as errors rather than as a gap.
 func errorsChart(names []string, pts [][]loadgen.Point, xlabel string) report.Chart {
-	c := report.Chart{File: "errors.png", Title: "Failed requests and failed /metrics scrapes per second", XLabel: xlabel, YLabel: "per second"}
+	c := report.Chart{File: "errors.png", Title: "Failed requests and failed /metrics scrapes per second", XLabel: xlabel, YLabel: "per second",
+		YMin: ptr(0.0)}
 	for i, name := range names {
 		c.Lines = append(c.Lines,
 			timelineLine(name+"request errors", pts[i], clientRate(func(p loadgen.Point) float64 { return float64(p.Errors) })),
