@@ -21,11 +21,15 @@ func ExampleRunner() {
 	}
 	h := loadgen.NewHistogram()
 	r := &loadgen.Runner{
-		Rate: 1000, MaxRequests: 100, MaxInFlight: 50,
+		Rate: 1000, MaxRequests: 100, MaxInFlight: 100,
 		Do: func(ctx context.Context, req loadgen.Request) loadgen.Outcome {
 			return client.Get(ctx, "root", "/", nil)
 		},
-		OnResult: func(res loadgen.Result) { h.Record(res.Latency) }, // serialised by Histogram
+		OnResult: func(res loadgen.Result) { // called concurrently; a Histogram is safe for that
+			if !res.Dropped {
+				h.Record(res.Latency)
+			}
+		},
 	}
 	sum, err := r.Run(context.Background())
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,6 +38,7 @@ type Env struct {
 // set) and shows progress on stderr while s runs, and stops both before
 // returning s's verdict.
 func Run(ctx context.Context, s Scenario, cfg *Config, stdout, stderr io.Writer) (err error) {
+	stderr = &syncWriter{w: stderr} // the progress line and the scenario's log lines share it
 	targets, err := loadgen.NewTargets(cfg.Targets, requestTimeout)
 	if err != nil {
 		return err
@@ -129,4 +131,16 @@ func serve(addr string, h http.Handler, log io.Writer) (stop func(), err error) 
 		_ = srv.Shutdown(ctx)
 		<-done
 	}, nil
+}
+
+// syncWriter serialises writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
