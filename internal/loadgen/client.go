@@ -34,8 +34,9 @@ const (
 // StatusError.Detail; maxBody bounds a body returned by PostJSON. The rest of
 // a larger body is still read and discarded so the connection is reused.
 const (
-	maxErrorBody = 64 << 10
-	maxBody      = 4 << 20
+	maxMetricsBody = 32 << 20
+	maxErrorBody   = 64 << 10
+	maxBody        = 4 << 20
 )
 
 // ErrOtherHost is returned (wrapped) when a caller passes a path that is not
@@ -322,7 +323,10 @@ func (c *Client) Scrape(ctx context.Context) (scrape.Samples, error) {
 		return nil, fmt.Errorf("scrape: %w", err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxMetricsBody+1))
+	if err == nil && len(data) > maxMetricsBody {
+		err = fmt.Errorf("/metrics is larger than %d bytes", maxMetricsBody)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("scrape: %w", err)
 	}

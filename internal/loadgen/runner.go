@@ -131,14 +131,22 @@ type Runner struct {
 	OnResult func(Result)
 }
 
+// The rates a Runner accepts: at least one arrival a day, at most a million a
+// second (beyond that arrival times are below a microsecond apart, and a
+// rate's schedule would overflow time.Duration or never end).
+const (
+	MinRate = 1.0 / 86400
+	MaxRate = 1e6
+)
+
 // ErrUnbounded is returned by Run when neither Duration nor MaxRequests is set.
 var ErrUnbounded = errors.New("loadgen: runner needs a duration or a request limit")
 
 // validate reports the first field that would make Run misbehave or never stop.
 func (r *Runner) validate() error {
 	switch {
-	case !(r.Rate > 0):
-		return fmt.Errorf("loadgen: rate must be > 0, got %v", r.Rate)
+	case !(r.Rate >= MinRate && r.Rate <= MaxRate):
+		return fmt.Errorf("loadgen: rate must be in [%g, %g] per second, got %v", MinRate, MaxRate, r.Rate)
 	case r.Duration < 0:
 		return fmt.Errorf("loadgen: duration must be >= 0, got %v", r.Duration)
 	case r.MaxRequests < 0:

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -219,6 +220,9 @@ func TestRunnerRejectsBadConfig(t *testing.T) {
 	for name, r := range map[string]*Runner{
 		"unbounded": {Rate: 1, MaxInFlight: 1, Do: do},
 		"zero rate": {Duration: time.Second, MaxInFlight: 1, Do: do},
+		"inf rate":  {Rate: math.Inf(1), Duration: time.Second, MaxInFlight: 1, Do: do},
+		"tiny rate": {Rate: 1e-12, Duration: time.Second, MaxInFlight: 1, Do: do},
+		"huge rate": {Rate: 1e300, Duration: time.Second, MaxInFlight: 1, Do: do},
 		"no cap":    {Rate: 1, Duration: time.Second, Do: do},
 		"no do":     {Rate: 1, Duration: time.Second, MaxInFlight: 1},
 	} {

@@ -79,6 +79,7 @@ type Timeline struct {
 type targetState struct {
 	samples scrape.Samples // nil: no successful scrape yet
 	at      float64        // seconds since start
+	first   float64        // when the first successful scrape was: nothing before it is counted
 }
 
 // cut asks Run to close the current interval and start segment s.
@@ -196,7 +197,9 @@ func (tl *Timeline) Run(ctx context.Context) {
 		case <-t.C:
 			tl.sample(ctx, false)
 		case c := <-tl.cuts:
-			tl.sample(ctx, true)
+			if !tl.justStarted() {
+				tl.sample(ctx, true)
+			}
 			tl.mu.Lock()
 			tl.segment = c.segment
 			tl.mu.Unlock()
@@ -204,7 +207,7 @@ func (tl *Timeline) Run(ctx context.Context) {
 			close(c.done)
 		case <-ctx.Done():
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			tl.sample(sctx, false)
+			tl.sample(sctx, true)
 			cancel()
 			tl.finish()
 			return
@@ -234,23 +237,39 @@ func (tl *Timeline) scrape(ctx context.Context) []ScrapeResult {
 }
 
 // sample closes the current interval at now: see closeAt.
-func (tl *Timeline) sample(ctx context.Context, isCut bool) {
+func (tl *Timeline) sample(ctx context.Context, mayMerge bool) {
 	now := time.Since(tl.start).Seconds()
-	tl.closeAt(now, isCut, tl.scrape(ctx))
+	tl.closeAt(now, mayMerge, tl.scrape(ctx))
+}
+
+// justStarted reports whether no point was closed yet and less than half an
+// interval passed: a segment change then only renames the first point,
+// whose few milliseconds would otherwise be a sliver.
+func (tl *Timeline) justStarted() bool {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return len(tl.points) == 0 && time.Since(tl.start) < tl.interval/2
 }
 
 // closeAt closes the interval ending at now (seconds since start) with the
-// scrapes taken then. A cut less than half an interval after the last point
-// extends that point instead of making a sliver whose rates would be
-// spikes.
-func (tl *Timeline) closeAt(now float64, isCut bool, res []ScrapeResult) {
+// scrapes taken then. When mayMerge (a cut or the last sample), an interval
+// shorter than half a tick that belongs to the same segment as the last
+// point extends that point, unless it is already 1.5 ticks long, instead
+// of making a sliver whose rates would be spikes.
+func (tl *Timeline) closeAt(now float64, mayMerge bool, res []ScrapeResult) {
 	tl.mu.Lock()
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	prevT := 0.0
+	tick := tl.interval.Seconds()
+	prevT, prevLen := 0.0, 0.0
 	if n := len(tl.points); n > 0 {
 		prevT = tl.points[n-1].T
+		prevLen = prevT
+		if n > 1 {
+			prevLen -= tl.points[n-2].T
+		}
 	}
-	merge := isCut && len(tl.points) > 0 && now-prevT < tl.interval.Seconds()/2
+	merge := mayMerge && len(tl.points) > 0 && now-prevT < tick/2 &&
+		tl.points[len(tl.points)-1].Segment == tl.segment && prevLen < 1.5*tick
 	var p *Point
 	if merge {
 		p = &tl.points[len(tl.points)-1]
@@ -270,7 +289,9 @@ func (tl *Timeline) closeAt(now float64, isCut bool, res []ScrapeResult) {
 	}
 	p.T = now
 	p.P50Ms, p.P99Ms, p.MaxMs = ms(tl.win.Percentile(50)), ms(tl.win.Percentile(99)), ms(tl.win.Max())
-	p.ScrapeErrors = 0
+	if !merge {
+		p.ScrapeErrors = 0
+	}
 	for _, r := range res {
 		if r.Err != nil {
 			p.ScrapeErrors++
@@ -298,7 +319,11 @@ func (tl *Timeline) observe(now float64, res []ScrapeResult) {
 			tl.total.Add(inc)
 			tl.spread(st.at, now, tl.watched(inc))
 		}
-		*st = targetState{samples: r.Samples, at: now}
+		first := st.first
+		if st.samples == nil {
+			first = now
+		}
+		*st = targetState{samples: scrape.Carry(st.samples, r.Samples), at: now, first: first}
 	}
 }
 
@@ -350,7 +375,7 @@ func (tl *Timeline) finish() {
 	defer tl.mu.Unlock()
 	for i := range tl.points {
 		for _, st := range tl.last {
-			if st.samples == nil || st.at < tl.points[i].T {
+			if st.samples == nil || st.at < tl.points[i].T || tl.points[i].T <= st.first {
 				tl.points[i].ScrapeFailed = true
 			}
 		}

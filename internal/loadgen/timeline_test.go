@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -158,5 +159,79 @@ func TestTimelineScrapesAHungTargetWithAShortTimeout(t *testing.T) {
 	}
 	if res[1].Err != nil || res[1].Samples.Sum("catalog_db_query_duration_seconds_count", nil) != 7 {
 		t.Errorf("healthy target: %v %v", res[1].Err, res[1].Samples)
+	}
+}
+
+// TestTimelineKeepsShortSegmentsApart: a segment that lasts less than half
+// a tick still gets its own point (a cut closes the interval before the
+// segment changes, as Run does); only a sliver of the same segment merges.
+func TestTimelineKeepsShortSegmentsApart(t *testing.T) {
+	tl := newTestTimeline(1)
+	tl.segment = "before"
+	tl.observe(0, []ScrapeResult{queries(t, 0)})
+	tl.closeAt(1, false, []ScrapeResult{queries(t, 100)})
+	tl.closeAt(1.3, true, []ScrapeResult{queries(t, 130)})
+	tl.segment = "outage"
+	tl.Record(Result{Outcome: Outcome{Code: "500", Err: errScrape}, Latency: 2 * time.Second})
+	tl.closeAt(1.5, true, []ScrapeResult{{Err: errScrape}})
+	tl.segment = "after"
+	tl.closeAt(2.5, false, []ScrapeResult{queries(t, 400)})
+	var segs []string
+	for _, p := range tl.Points() {
+		segs = append(segs, fmt.Sprintf("%s@%g", p.Segment, p.T))
+	}
+	if got, want := strings.Join(segs, " "), "before@1.3 outage@1.5 after@2.5"; got != want {
+		t.Fatalf("points %s, want %s", got, want)
+	}
+	if p := tl.Points()[1]; p.Errors != 1 || p.ScrapeErrors != 1 {
+		t.Errorf("outage point %+v: want its error and its failed scrape", p)
+	}
+}
+
+// TestTimelineMarksSecondsBeforeAFirstScrape: a target whose first scrapes
+// failed has no figures for those seconds; they are marked.
+func TestTimelineMarksSecondsBeforeAFirstScrape(t *testing.T) {
+	tl := newTestTimeline(2)
+	tl.observe(0, []ScrapeResult{queries(t, 0), {Err: errScrape}})
+	tl.closeAt(1, false, []ScrapeResult{queries(t, 100), {Err: errScrape}})
+	tl.closeAt(2, false, []ScrapeResult{queries(t, 200), queries(t, 5000)})
+	tl.closeAt(3, false, []ScrapeResult{queries(t, 300), queries(t, 5100)})
+	tl.finish()
+	var failed []bool
+	for _, p := range tl.Points() {
+		failed = append(failed, p.ScrapeFailed)
+	}
+	if got := fmt.Sprint(failed); got != "[true true false]" {
+		t.Errorf("scrape_failed = %s, want [true true false]", got)
+	}
+}
+
+// TestTimelineIgnoresImpossibleCountersAndCarriesMissingSeries: a NaN or
+// negative counter is not counted (the summary stays encodable), and a
+// series missing from one scrape is not counted again from 0 when it is
+// back.
+func TestTimelineIgnoresImpossibleCountersAndCarriesMissingSeries(t *testing.T) {
+	tl := newTestTimeline(1)
+	tl.observe(0, []ScrapeResult{queries(t, 10)})
+	tl.closeAt(1, false, []ScrapeResult{queries(t, math.NaN())})
+	tl.closeAt(2, false, []ScrapeResult{queries(t, 30)})
+	tl.closeAt(3, false, []ScrapeResult{queries(t, 40)})
+	if got := tl.Increase().Sum("catalog_db_query_duration_seconds_count", nil); math.IsNaN(got) || got > 40 {
+		t.Errorf("total after a NaN scrape = %v", got)
+	}
+	if _, err := json.Marshal(tl.Points()); err != nil {
+		t.Errorf("points cannot be written: %v", err)
+	}
+	other, err := scrape.Parse(strings.NewReader("up 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl = newTestTimeline(1)
+	tl.observe(0, []ScrapeResult{queries(t, 1e6)})
+	tl.closeAt(1, false, []ScrapeResult{queries(t, 1e6+10)})
+	tl.closeAt(2, false, []ScrapeResult{{Samples: other}})
+	tl.closeAt(3, false, []ScrapeResult{queries(t, 1e6+30)})
+	if got := tl.Increase().Sum("catalog_db_query_duration_seconds_count", nil); got != 30 {
+		t.Errorf("total with a series missing once = %v, want 30", got)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -106,8 +105,8 @@ func (c *Config) validate(target, pauseDemo string) error {
 	switch {
 	case len(c.Targets) == 0:
 		return errors.New("-target is empty")
-	case !(c.Rate > 0) || math.IsInf(c.Rate, 0):
-		return fmt.Errorf("-rate must be > 0, got %v", c.Rate)
+	case !validRate(c.Rate):
+		return fmt.Errorf("-rate must be in [%g, %g], got %v", loadgen.MinRate, loadgen.MaxRate, c.Rate)
 	case c.Duration < 0:
 		return fmt.Errorf("-duration must be >= 0, got %v", c.Duration)
 	case c.MaxRequests < 0:
@@ -119,6 +118,9 @@ func (c *Config) validate(target, pauseDemo string) error {
 	}
 	return errors.Join(c.HotKeys.validate(), c.Mix.validate(), c.Reserve.validate())
 }
+
+// validRate reports whether r is a rate a Runner accepts.
+func validRate(r float64) bool { return r >= loadgen.MinRate && r <= loadgen.MaxRate }
 
 // bounded reports an error when the load would never stop by itself.
 func (c *Config) bounded() error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,12 +48,12 @@ func (d *Demo) register(fs *flag.FlagSet) {
 
 func (d *Demo) check() error {
 	switch {
-	case !(d.reserveRate >= 0):
-		return fmt.Errorf("-demo-reserve-rate must be >= 0, got %v", d.reserveRate)
+	case d.reserveRate != 0 && !validRate(d.reserveRate):
+		return fmt.Errorf("-demo-reserve-rate must be 0 (off) or in [%g, %g], got %v", loadgen.MinRate, loadgen.MaxRate, d.reserveRate)
 	case d.burstEvery <= 0 || d.burstFor <= 0 || d.burstFor > d.burstEvery:
 		return fmt.Errorf("-burst-for (%v) must be > 0 and at most -burst-every (%v)", d.burstFor, d.burstEvery)
-	case !(d.burstRate > 0):
-		return fmt.Errorf("-burst-rate must be > 0, got %v", d.burstRate)
+	case !validRate(d.burstRate):
+		return fmt.Errorf("-burst-rate must be in [%g, %g], got %v", loadgen.MinRate, loadgen.MaxRate, d.burstRate)
 	}
 	return d.cfg.needAdmin("demo")
 }
@@ -78,7 +79,7 @@ func (d *Demo) Run(ctx context.Context, e *Env) error {
 	rv := &reserver{skus: e.cfg.Reserve.SKUs}
 	b := newBrowser(e.cfg.Mix, uint64(time.Now().UnixNano()))
 	burst := 0 // the next -phases strategy, kept across pauses
-	for g.wait(ctx) {
+	for g.running(ctx) {
 		runCtx, stop := context.WithCancel(ctx)
 		e.stats.SetPhase("steady")
 		var wg sync.WaitGroup
@@ -100,6 +101,7 @@ func (d *Demo) Run(ctx context.Context, e *Env) error {
 		stop()
 		wg.Wait()
 		d.release(ctx, e, rv)
+		g.settled()
 		if ctx.Err() == nil {
 			e.stats.SetPhase("paused")
 			fmt.Fprintln(e.stderr, "loadgen: demo paused (POST /demo/resume to go on)")
@@ -113,7 +115,7 @@ func (d *Demo) Run(ctx context.Context, e *Env) error {
 			ms(series[i].Latency.Percentile(50)), ms(series[i].Latency.Percentile(99)))
 	}
 	if n := rv.openCount(); n > 0 {
-		return fmt.Errorf("%d demo reservations could not be cancelled (they expire with their hold)", n)
+		return fmt.Errorf("%d demo reservations could not be cancelled or settled (they expire with their hold)", n)
 	}
 	return nil
 }
@@ -158,13 +160,19 @@ func (d *Demo) bursts(ctx context.Context, e *Env, next int) int {
 	}
 }
 
-// release cancels every reservation the demo holds, retrying failures for
-// up to releaseFor, so a paused or stopped demo leaves no hold behind.
+// release settles the reservations whose answer was lost (by replaying
+// their idempotency key) and cancels every reservation the demo holds,
+// retrying failures for up to releaseFor, so a paused or stopped demo
+// leaves no hold behind.
 func (d *Demo) release(ctx context.Context, e *Env, rv *reserver) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseFor)
 	defer cancel()
 	for seq := int64(0); rv.openCount() > 0 && ctx.Err() == nil; seq++ {
-		out := rv.cancelOldest(ctx, e.targets.Pick(seq))
+		c := e.targets.Pick(seq)
+		out := rv.settleOldest(ctx, c)
+		if out.Endpoint == "" {
+			out = rv.cancelOldest(ctx, c)
+		}
 		e.observe("reserve", loadgen.Result{Outcome: out})
 		if out.Err != nil {
 			select {
@@ -184,15 +192,19 @@ const releaseFor = 30 * time.Second
 // reserved and released in turn and never runs out for good. A cancel that
 // fails is retried later. Safe for concurrent use.
 type reserver struct {
-	skus []int64
-	mu   sync.Mutex
-	open []int64 // ids of reservations made and not yet cancelled, oldest first
+	skus    []int64
+	mu      sync.Mutex
+	open    []int64          // ids of reservations made and not yet cancelled, oldest first
+	unknown []map[string]any // bodies of reservations whose answer was lost
 }
 
 // do sends request seq: even ones reserve, odd ones cancel when there is a
 // reservation to cancel.
 func (rv *reserver) do(ctx context.Context, c *loadgen.Client, seq int64) loadgen.Outcome {
-	if seq%2 == 1 && rv.openCount() > 0 {
+	rv.mu.Lock()
+	canCancel := len(rv.open) > 0
+	rv.mu.Unlock()
+	if seq%2 == 1 && canCancel {
 		return rv.cancelOldest(ctx, c)
 	}
 	body := map[string]any{
@@ -201,16 +213,42 @@ func (rv *reserver) do(ctx context.Context, c *loadgen.Client, seq int64) loadge
 		"idempotency_key": fmt.Sprintf("demo-%d-%d", time.Now().UnixNano(), seq),
 	}
 	out, data := c.PostJSON(ctx, reserveEndpoint, "/v1/reservations", body, nil, loadgen.Expect(http.StatusConflict))
-	if out.Code == "201" {
-		var created struct {
-			ID int64 `json:"id"`
-		}
-		if json.Unmarshal(data, &created) == nil && created.ID != 0 {
-			rv.mu.Lock()
-			rv.open = append(rv.open, created.ID)
-			rv.mu.Unlock()
-		}
+	rv.record(body, out, data)
+	return out
+}
+
+// record keeps a reservation's id when it was made, and its body when the
+// answer does not say (a transport error, 5xx other than busy).
+func (rv *reserver) record(body map[string]any, out loadgen.Outcome, data []byte) {
+	var answer struct {
+		ID   int64  `json:"id"`
+		Type string `json:"type"`
 	}
+	_ = json.Unmarshal(data, &answer)
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	switch {
+	case (out.Code == "201" || out.Code == "200") && answer.ID != 0:
+		rv.open = append(rv.open, answer.ID)
+	case out.Code == "409" || (out.Code == "503" && answer.Type == problemBusy):
+	case out.Err != nil || strings.HasPrefix(out.Code, "5"):
+		rv.unknown = append(rv.unknown, body)
+	}
+}
+
+// settleOldest replays the oldest reservation whose answer was lost; its
+// Outcome has no Endpoint when there is none.
+func (rv *reserver) settleOldest(ctx context.Context, c *loadgen.Client) loadgen.Outcome {
+	rv.mu.Lock()
+	if len(rv.unknown) == 0 {
+		rv.mu.Unlock()
+		return loadgen.Outcome{}
+	}
+	body := rv.unknown[0]
+	rv.unknown = rv.unknown[1:]
+	rv.mu.Unlock()
+	out, data := c.PostJSON(ctx, "reconcile", "/v1/reservations", body, nil, loadgen.Expect(http.StatusConflict))
+	rv.record(body, out, data)
 	return out
 }
 
@@ -235,9 +273,9 @@ func (rv *reserver) cancelOldest(ctx context.Context, c *loadgen.Client) loadgen
 	return out
 }
 
-// openCount is the number of reservations not yet cancelled.
+// openCount is the number of reservations not yet cancelled or settled.
 func (rv *reserver) openCount() int {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
-	return len(rv.open)
+	return len(rv.open) + len(rv.unknown)
 }

@@ -123,8 +123,10 @@ func TestDemoPausesResumesAndLeavesNoHolds(t *testing.T) {
 	}()
 	eventually(t, "demo holds some stock", func() bool { return activeDemoHolds(t, db) > 0 })
 
-	post(t, "http://"+addr+"/demo/pause")
-	eventually(t, "a paused demo cancels its holds", func() bool { return activeDemoHolds(t, db) == 0 })
+	post(t, "http://"+addr+"/demo/pause") // answers once the demo has settled
+	if n := activeDemoHolds(t, db); n != 0 {
+		t.Errorf("the pause was answered with %d demo holds still active", n)
+	}
 	paused, n1 := demoState(t, addr)
 	time.Sleep(300 * time.Millisecond)
 	_, n2 := demoState(t, addr)
@@ -156,6 +158,16 @@ func TestDemoPausesResumesAndLeavesNoHolds(t *testing.T) {
 	if p, _ := demoState(t, addr); !sawPaused.Load() || p {
 		t.Errorf("-pause-demo: seen paused during the run %v, paused after %v; want true, false", sawPaused.Load(), p)
 	}
+	// Pauses are counted: a run's resume does not undo an operator's pause.
+	post(t, "http://"+addr+"/demo/pause")
+	if err := runArgs(ctx, []string{"-target", api, "-metrics-addr", "", "-pause-demo", "http://" + addr, "-rate", "20",
+		"-duration", "300ms", "-products", "300", "-report-dir", t.TempDir(), "browse"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := demoState(t, addr); !p {
+		t.Error("a -pause-demo run resumed a demo the operator had paused")
+	}
+	post(t, "http://"+addr+"/demo/resume")
 
 	cancel()
 	if err := <-done; err != nil {
@@ -163,5 +175,37 @@ func TestDemoPausesResumesAndLeavesNoHolds(t *testing.T) {
 	}
 	if n := activeDemoHolds(t, db); n != 0 {
 		t.Errorf("a stopped demo left %d holds", n)
+	}
+}
+
+// TestDemoSettlesLostAnswers: reservations whose answer the demo never got
+// are found by replaying their key and cancelled when it stops.
+func TestDemoSettlesLostAnswers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: real Postgres and Redis")
+	}
+	api, db, ctx := stockedAPI(t, 1000, 1, 2)
+	proxy := loseAnswers(t, api, 3, hangUp)
+	var out, errOut bytes.Buffer
+	err := runArgs(ctx, []string{"-target", proxy.URL, "-admin-token", "t", "-metrics-addr", "", "-duration", "1500ms", "-rate", "1",
+		"-products", "300", "-skus", "1,2", "-demo-reserve-rate", "20", "-burst-every", "1h", "-burst-for", "1s", "demo"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("demo: %v", err)
+	}
+	if n := activeDemoHolds(t, db); n != 0 {
+		t.Errorf("the demo left %d holds whose answer it lost", n)
+	}
+}
+
+// TestPauseDemoRefusesWhatIsNotADemo: -pause-demo at a server that answers
+// 200 but is not a demo stops the run before it starts.
+func TestPauseDemoRefusesWhatIsNotADemo(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	var out, errOut bytes.Buffer
+	err := runArgs(t.Context(), []string{"-target", srv.URL, "-metrics-addr", "", "-pause-demo", srv.URL, "-rate", "10",
+		"-duration", "100ms", "-report-dir", t.TempDir(), "browse"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "-pause-demo") {
+		t.Errorf("run = %v, want a -pause-demo error", err)
 	}
 }

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -75,22 +76,33 @@ func Run(ctx context.Context, s Scenario, cfg *Config, stdout, stderr io.Writer)
 // pauseDemo pauses the demo whose listener is at u and returns the function
 // that resumes it (with a fresh context: the run's may be cancelled).
 func pauseDemo(ctx context.Context, u *url.URL) (resume func() error, err error) {
-	c, err := loadgen.NewClient(u.String(), 10*time.Second)
+	c, err := loadgen.NewClient(u.String(), quietWait+30*time.Second) // a pause answers once the demo settled
 	if err != nil {
 		return nil, err
 	}
-	post := func(ctx context.Context, path string) error {
-		if out, _ := c.PostJSON(ctx, "demo", path, struct{}{}, nil, nil); out.Err != nil {
-			return fmt.Errorf("-pause-demo: POST %s%s: %w", u, path, out.Err)
+	post := func(ctx context.Context, path string) (paused, quiet bool, err error) {
+		out, data := c.PostJSON(ctx, "demo", path, struct{}{}, nil, nil)
+		if out.Err != nil {
+			return false, false, fmt.Errorf("-pause-demo: POST %s%s: %w", u, path, out.Err)
 		}
-		return nil
+		var st struct{ Paused, Quiet bool }
+		if err := json.Unmarshal(data, &st); err != nil {
+			return false, false, fmt.Errorf("-pause-demo: POST %s%s: not a demo's answer: %w", u, path, err)
+		}
+		return st.Paused, st.Quiet, nil
 	}
-	if err := post(ctx, "/demo/pause"); err != nil {
+	paused, quiet, err := post(ctx, "/demo/pause")
+	if err != nil {
 		return nil, err
+	}
+	if !paused || !quiet {
+		_, _, _ = post(context.WithoutCancel(ctx), "/demo/resume")
+		return nil, fmt.Errorf("-pause-demo: %s did not pause and settle (paused %v, quiet %v)", u, paused, quiet)
 	}
 	return func() error {
 		defer c.CloseIdleConnections()
-		return post(context.WithoutCancel(ctx), "/demo/resume")
+		_, _, err := post(context.WithoutCancel(ctx), "/demo/resume")
+		return err
 	}, nil
 }
 

@@ -28,6 +28,9 @@ type Phase struct {
 	Beta     *float64 // nil: leave the cache's beta as it is
 }
 
+// maxHotKeys bounds -hot-keys: the catalog has 40 categories at scale 1.
+const maxHotKeys = 10000
+
 func (h *HotKeys) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.phasesRaw, "phases", "ttl,xfetch:1",
 		"stampede, demo: comma-separated strategy phases of the category_stats cache, each ttl, none, xfetch or xfetch:BETA (xfetch alone means beta 1)")
@@ -49,8 +52,8 @@ func (h *HotKeys) validate() error {
 		h.Warmup = h.CacheTTL
 	}
 	switch {
-	case h.Keys <= 0:
-		return fmt.Errorf("-hot-keys must be > 0, got %d", h.Keys)
+	case h.Keys <= 0 || h.Keys > maxHotKeys:
+		return fmt.Errorf("-hot-keys must be in [1, %d], got %d", maxHotKeys, h.Keys)
 	case h.CacheTTL <= 0:
 		return fmt.Errorf("-cache-ttl must be > 0, got %v", h.CacheTTL)
 	case h.Warmup < 0:

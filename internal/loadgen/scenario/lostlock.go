@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -118,7 +119,7 @@ func (l *LostLock) Run(ctx context.Context, e *Env) (err error) {
 }
 
 // runMode is one mode's run: mode switch, stock, load, oversold, cancels.
-func (l *LostLock) runMode(ctx context.Context, e *Env, mode string) (ModeRun, error) {
+func (l *LostLock) runMode(ctx context.Context, e *Env, mode string) (_ ModeRun, err error) {
 	cfg, rc := e.cfg, e.cfg.Reserve
 	client := e.targets[0]
 	if err := e.targets.AdminPut(ctx, "/admin/reservation-mode", cfg.AdminToken, map[string]string{"mode": mode}); err != nil {
@@ -155,6 +156,11 @@ func (l *LostLock) runMode(ctx context.Context, e *Env, mode string) (ModeRun, e
 	sum, st, err := reserveLoad(ctx, e, false)
 	stopPoll()
 	wg.Wait()
+	if st != nil {
+		// Give the units back however the run ended, so the next mode (or
+		// the stocks restored at the end) start where this one did.
+		defer func() { err = errors.Join(err, st.cancelCreated(ctx, e.targets)) }()
+	}
 	if err != nil {
 		return ModeRun{}, err
 	}
@@ -168,15 +174,23 @@ func (l *LostLock) runMode(ctx context.Context, e *Env, mode string) (ModeRun, e
 	for _, inv := range after {
 		run.Drift += inv.Available - (inv.Stock - inv.Reserved)
 	}
-	// Give the units back, one cancel at a time (nothing races them), so
-	// the next mode starts where this one did.
-	for _, r := range st.createdRs {
-		out, _ := client.PostJSON(ctx, "cancel", fmt.Sprintf("/v1/reservations/%d/cancel", r.id), struct{}{}, nil, nil)
+	return run, nil
+}
+
+// cancelCreated settles the run's unknown outcomes, then cancels every
+// reservation it made, with a fresh context (the run's may be cancelled).
+func (st *reserveState) cancelCreated(ctx context.Context, targets loadgen.Targets) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	st.reconcile(ctx, targets)
+	var errs []error
+	for i, r := range st.createdRs {
+		out, _ := targets.Pick(int64(i)).PostJSON(ctx, "cancel", fmt.Sprintf("/v1/reservations/%d/cancel", r.id), struct{}{}, nil, loadgen.Expect(http.StatusConflict))
 		if out.Err != nil {
-			return ModeRun{}, fmt.Errorf("cancel reservation %d: %w", r.id, out.Err)
+			errs = append(errs, fmt.Errorf("cancel reservation %d: %w", r.id, out.Err))
 		}
 	}
-	return run, nil
+	return errors.Join(errs...)
 }
 
 // oversold sums reserved beyond stock over the inventories.

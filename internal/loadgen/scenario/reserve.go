@@ -173,6 +173,7 @@ func readInventories(ctx context.Context, client *loadgen.Client, ids []int64) (
 const (
 	reconcileAttempts = 5
 	reconcilePause    = time.Second
+	reconcileFor      = time.Minute
 )
 
 // reserveCounters are the API counters a reserve run reports the change of.
@@ -259,13 +260,13 @@ func reserveLoad(ctx context.Context, e *Env, oversell bool) (_ *ReserveSummary,
 		return nil, nil, err
 	}
 	if rc.PausePercent > 0 {
+		// Reset whatever happens, also when only some replicas took the knob.
+		defer func() { err = errors.Join(err, resetFaults(e)) }()
 		knobs := map[string]int{"reservation_pause_ms": rc.PauseMS, "reservation_pause_percent": rc.PausePercent}
 		if err := e.targets.AdminPut(ctx, "/admin/faults", cfg.AdminToken, knobs); err != nil {
 			return nil, nil, err
 		}
-		defer func() { err = errors.Join(err, resetFaults(e)) }()
 	}
-	// The answers' counters: the timeline's increase over the run (reset-safe).
 
 	sum := &ReserveSummary{
 		Load: newLoad("reserve", e), Seconds: cfg.Duration.Seconds(), SKUs: rc.SKUs, ReplayPercent: rc.ReplayPercent,
@@ -295,8 +296,9 @@ func reserveLoad(ctx context.Context, e *Env, oversell bool) (_ *ReserveSummary,
 	}
 	rs, err := loadgen.RunSampled(ctx, r, tl)
 	if err != nil {
-		return nil, nil, err
+		return sum, st, err // the caller may clean up what st holds
 	}
+	// The answers' counters: the timeline's increase over the run (reset-safe).
 	inc := tl.Increase()
 	for _, c := range reserveCounters {
 		sum.Server[c.label] = inc.Sum(c.name, c.labels)
@@ -304,10 +306,10 @@ func reserveLoad(ctx context.Context, e *Env, oversell bool) (_ *ReserveSummary,
 	// Settle the lost answers without the pause knob, then read the result.
 	if rc.PausePercent > 0 {
 		if err := resetFaults(e); err != nil {
-			return nil, nil, err
+			return sum, st, err
 		}
 	}
-	st.reconcile(ctx, client)
+	st.reconcile(ctx, e.targets)
 	after, err := readInventories(ctx, client, rc.SKUs)
 	if err != nil {
 		return nil, nil, err
@@ -435,7 +437,7 @@ func (st *reserveState) do(ctx context.Context, client *loadgen.Client, rc Reser
 	case out.Code == "409" && problem.Type == problemFenced:
 		s.Fenced++
 		out.Class = classFenced
-	case out.Code == "503" && (problem.Type == problemBusy || problem.Type == ""):
+	case out.Code == "503" && problem.Type == problemBusy:
 		s.Busy++
 		out.Err = nil // contention, not a failure
 		out.Class = classBusy
@@ -456,44 +458,62 @@ func (st *reserveState) do(ctx context.Context, client *loadgen.Client, rc Reser
 
 // reconcile settles every reservation whose answer was lost or said
 // nothing by sending it again with its idempotency key: 200 (made the
-// first time) or 201 (made now) counts it created, a 409 refusal not
-// made; anything else is retried a few times, then left unresolved.
-func (st *reserveState) reconcile(ctx context.Context, client *loadgen.Client) {
-	for _, res := range st.unknown {
-		body := map[string]any{"product_id": res.productID, "quantity": res.quantity, "idempotency_key": res.key}
-		resolved := false
-		for attempt := 0; attempt < reconcileAttempts && !resolved && ctx.Err() == nil; attempt++ {
-			if attempt > 0 {
-				select {
-				case <-time.After(reconcilePause):
-				case <-ctx.Done():
-				}
-			}
-			out, data := client.PostJSON(ctx, "reconcile", "/v1/reservations", body, nil, loadgen.Expect(http.StatusConflict))
-			var created struct {
-				ID int64 `json:"id"`
-			}
-			_ = json.Unmarshal(data, &created)
-			st.mu.Lock()
-			switch {
-			case (out.Code == "200" || out.Code == "201") && created.ID != 0:
-				res.id = created.ID
-				st.sum.Created++
-				st.sum.ReconciledCreated++
-				st.createdQ[res.productID] += res.quantity
-				st.createdN[res.productID]++
-				st.createdRs = append(st.createdRs, res)
-				resolved = true
-			case out.Code == "409":
-				st.sum.ReconciledNotCreated++
-				resolved = true
-			}
-			st.mu.Unlock()
-		}
-		if !resolved {
-			st.mu.Lock()
-			st.sum.Unresolved++
-			st.mu.Unlock()
-		}
+// first time) or 201 (made now) counts it created, a 409 refusal not made;
+// anything else is retried on the next replica, up to reconcileAttempts
+// times, then left unresolved. Up to 8 run at once, all within reconcileFor.
+func (st *reserveState) reconcile(ctx context.Context, targets loadgen.Targets) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reconcileFor)
+	defer cancel()
+	st.mu.Lock()
+	unknown := st.unknown
+	st.unknown = nil
+	st.mu.Unlock()
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for _, res := range unknown {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			st.settle(ctx, targets, res)
+		})
 	}
+	wg.Wait()
+}
+
+// settle is reconcile's work for one reservation.
+func (st *reserveState) settle(ctx context.Context, targets loadgen.Targets, res reservation) {
+	body := map[string]any{"product_id": res.productID, "quantity": res.quantity, "idempotency_key": res.key}
+	for attempt := int64(0); attempt < reconcileAttempts && ctx.Err() == nil; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-time.After(reconcilePause):
+			case <-ctx.Done():
+			}
+		}
+		out, data := targets.Pick(attempt).PostJSON(ctx, "reconcile", "/v1/reservations", body, nil, loadgen.Expect(http.StatusConflict))
+		var created struct {
+			ID int64 `json:"id"`
+		}
+		_ = json.Unmarshal(data, &created)
+		st.mu.Lock()
+		switch {
+		case (out.Code == "200" || out.Code == "201") && created.ID != 0:
+			res.id = created.ID
+			st.sum.Created++
+			st.sum.ReconciledCreated++
+			st.createdQ[res.productID] += res.quantity
+			st.createdN[res.productID]++
+			st.createdRs = append(st.createdRs, res)
+			st.mu.Unlock()
+			return
+		case out.Code == "409":
+			st.sum.ReconciledNotCreated++
+			st.mu.Unlock()
+			return
+		}
+		st.mu.Unlock()
+	}
+	st.mu.Lock()
+	st.sum.Unresolved++
+	st.mu.Unlock()
 }

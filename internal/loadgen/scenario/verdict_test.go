@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +13,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/stampede-lab/stampede/internal/loadgen"
 )
 
 // TestReserveVerdictCanFail: a run that created nothing, one drowned in
@@ -76,27 +80,36 @@ func TestReserveFailsWhenEveryAnswerIsBusy(t *testing.T) {
 	}
 }
 
-// dropAnswers is a reverse proxy to target that, for the first n
-// reservations, lets the API run the request and then closes the client's
-// connection instead of answering: a reply lost after the command ran.
-func dropAnswers(t *testing.T, target string, n int64) *httptest.Server {
+// hangUp loses an answer by closing the client's connection.
+func hangUp(w http.ResponseWriter) {
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		conn.Close()
+	}
+}
+
+// unavailable loses an answer behind a plain 503 without a problem type.
+func unavailable(w http.ResponseWriter) {
+	http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
+}
+
+// loseAnswers is a reverse proxy to target that, for the first n
+// reservations, lets the API run the request and then answers with lose
+// instead: a reply lost after the command ran.
+func loseAnswers(t *testing.T, target string, n int64, lose func(http.ResponseWriter)) *httptest.Server {
 	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil {
 		t.Fatal(err)
 	}
 	proxy := httputil.NewSingleHostReverseProxy(u)
-	var dropped atomic.Int64
+	var lost atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/reservations" || dropped.Add(1) > n {
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/reservations" || lost.Add(1) > n {
 			proxy.ServeHTTP(w, r)
 			return
 		}
 		proxy.ServeHTTP(httptest.NewRecorder(), r) // the API runs it; the answer is lost
-		conn, _, err := http.NewResponseController(w).Hijack()
-		if err == nil {
-			conn.Close()
-		}
+		lose(w)
 	}))
 	t.Cleanup(srv.Close)
 	return srv
@@ -112,7 +125,7 @@ func TestReserveReconcilesLostAnswers(t *testing.T) {
 	}
 	api, db, ctx := stockedAPI(t, 1000, 1, 2)
 	const lost = 5
-	proxy := dropAnswers(t, api, lost)
+	proxy := loseAnswers(t, api, lost, hangUp)
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	err := runArgs(ctx, []string{"-target", proxy.URL, "-rate", "50", "-max-requests", "40", "-duration", "0",
@@ -135,5 +148,77 @@ func TestReserveReconcilesLostAnswers(t *testing.T) {
 	}
 	if active != sum.Created {
 		t.Errorf("%d active reservations in the database, the run counted %d created", active, sum.Created)
+	}
+}
+
+// TestReserveReconcilesAPlain503: a 503 that is not /problems/busy says
+// nothing about the reservation, so it is settled like a lost answer.
+func TestReserveReconcilesAPlain503(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: real Postgres and Redis")
+	}
+	api, _, ctx := stockedAPI(t, 1000, 1)
+	proxy := loseAnswers(t, api, 3, unavailable)
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	err := runArgs(ctx, []string{"-target", proxy.URL, "-rate", "20", "-max-requests", "20", "-duration", "0", "-metrics-addr", "",
+		"-skus", "1", "-replay-percent", "0", "-max-error-rate", "0.5", "-report-dir", dir, "reserve"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	sum, err := ReadReserveSummary(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Busy != 0 || sum.Unknown != 3 || sum.ReconciledCreated != 3 {
+		t.Errorf("busy=%d unknown=%d reconciled=%d, want 0, 3, 3", sum.Busy, sum.Unknown, sum.ReconciledCreated)
+	}
+}
+
+// TestReserveResetsTheKnobWhenOneReplicaRefusesIt: a replica that took the
+// pause knob gets it reset even when another replica could not be set.
+func TestReserveResetsTheKnobWhenOneReplicaRefusesIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: real Postgres and Redis")
+	}
+	api, _, ctx := stockedAPI(t, 1000, 1)
+	d := httptest.NewServer(http.NotFoundHandler())
+	dead := d.URL
+	d.Close()
+	var stdout, stderr bytes.Buffer
+	if err := runArgs(ctx, []string{"-target", api + "," + dead, "-admin-token", "t", "-rate", "10", "-duration", "500ms",
+		"-metrics-addr", "", "-skus", "1", "-pause-percent", "100", "-report-dir", t.TempDir(), "reserve"}, &stdout, &stderr); err == nil {
+		t.Fatal("a run with a dead replica succeeded")
+	}
+	client, err := loadgen.NewClient(api, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var faults map[string]int
+	if err := client.AdminGet(ctx, "/admin/faults", "t", &faults); err != nil || faults["reservation_pause_percent"] != 0 {
+		t.Errorf("faults left on the live replica: %v %v", faults, err)
+	}
+}
+
+// TestLostLockCancelledMidRunGivesTheUnitsBack: Ctrl-C in the middle of a
+// mode cancels the reservations it made before the stock is restored, so
+// loadgen never leaves more reserved than in stock.
+func TestLostLockCancelledMidRunGivesTheUnitsBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: real Postgres and Redis")
+	}
+	api, db, ctx := stockedAPI(t, 5, 2)
+	rctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	var stdout, stderr bytes.Buffer
+	_ = runArgs(rctx, []string{"-target", api, "-admin-token", "t", "-rate", "20", "-duration", "3s", "-metrics-addr", "",
+		"-skus", "2", "-replay-percent", "0", "-modes", "lock", "-stock", "20", "-report-dir", t.TempDir(), "lostlock"}, &stdout, &stderr)
+	var stock, reserved, active int
+	if err := db.QueryRow(ctx, `SELECT stock, reserved, (SELECT count(*) FROM reservations WHERE product_id = 2 AND status = 'active')
+		FROM inventory WHERE product_id = 2`).Scan(&stock, &reserved, &active); err != nil {
+		t.Fatal(err)
+	}
+	if stock != 5 || reserved != 0 || active != 0 {
+		t.Errorf("after a cancelled run: stock %d, reserved %d, %d active reservations; want 5, 0, 0", stock, reserved, active)
 	}
 }

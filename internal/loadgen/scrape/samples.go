@@ -139,12 +139,16 @@ func matches(have, want map[string]string) bool {
 // Increase returns, per series of cur, how much the counter grew since
 // prev: cur - prev, or cur when the value went down (a counter reset: the
 // process restarted and counted from 0) or the series is new. Series only
-// in prev are left out. Pass counters only.
+// in prev, and values that no counter can have (NaN, infinite, negative),
+// are left out. Pass counters only.
 func Increase(prev, cur Samples) Samples {
 	out := make(Samples, len(cur))
 	for k, c := range cur {
+		if !validCounter(c.Value) {
+			continue
+		}
 		d := c.Value
-		if p, ok := prev[k]; ok && c.Value >= p.Value {
+		if p, ok := prev[k]; ok && validCounter(p.Value) && c.Value >= p.Value {
 			d = c.Value - p.Value
 		}
 		out[k] = Sample{Name: c.Name, Labels: c.Labels, Value: d}
@@ -162,4 +166,19 @@ func (s Samples) Add(o Samples) {
 		}
 		s[k] = smp
 	}
+}
+
+func validCounter(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
+
+// Carry returns cur with the series of prev that cur lacks, so that a
+// series missing from one scrape is not counted from 0 when it comes back.
+func Carry(prev, cur Samples) Samples {
+	out := make(Samples, len(cur)+len(prev))
+	for k, smp := range prev {
+		out[k] = smp
+	}
+	for k, smp := range cur {
+		out[k] = smp
+	}
+	return out
 }
