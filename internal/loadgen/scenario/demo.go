@@ -17,11 +17,13 @@ import (
 // Demo is the endless mix compose runs: browsing, reservations and
 // cancellations, and a stampede burst every -burst-every.
 type Demo struct {
-	cfg         *Config
-	reserveRate float64
-	burstEvery  time.Duration
-	burstFor    time.Duration
-	burstRate   float64
+	cfg          *Config
+	categoryRate float64
+	categories   int
+	reserveRate  float64
+	burstEvery   time.Duration
+	burstFor     time.Duration
+	burstRate    float64
 }
 
 // Name is "demo".
@@ -29,13 +31,17 @@ func (*Demo) Name() string { return "demo" }
 
 // Usage is demo's paragraph of -h.
 func (*Demo) Usage() string {
-	return `the endless mix compose runs: browse at -rate, reservations and
-cancellations at -demo-reserve-rate, and every -burst-every a
+	return `the endless mix compose runs: browse at -rate, category pages at
+-demo-category-rate, reservations and cancellations at -demo-reserve-rate, and every -burst-every a
 stampede burst of -burst-rate for -burst-for on the hot categories,
 cycling through -phases. Runs until stopped when -duration is 0.`
 }
 
 func (d *Demo) register(fs *flag.FlagSet) {
+	fs.Float64Var(&d.categoryRate, "demo-category-rate", 4,
+		"demo: requests per second of category pages, top lists and statistics in turn, of the categories after the -hot-keys ones (so every cache is read between bursts; 0: off)")
+	fs.IntVar(&d.categories, "categories", 40,
+		"demo: category ids 1..N the catalog has (40 at any seed scale from 0.0016 up)")
 	fs.Float64Var(&d.reserveRate, "demo-reserve-rate", 5,
 		"demo: reservation requests per second on -skus (half reserve one unit, half cancel the oldest open reservation, so stock keeps flowing)")
 	fs.DurationVar(&d.burstEvery, "burst-every", 3*time.Minute,
@@ -48,6 +54,10 @@ func (d *Demo) register(fs *flag.FlagSet) {
 
 func (d *Demo) check() error {
 	switch {
+	case d.categoryRate != 0 && !validRate(d.categoryRate):
+		return fmt.Errorf("-demo-category-rate must be 0 (off) or in [%g, %g], got %v", loadgen.MinRate, loadgen.MaxRate, d.categoryRate)
+	case d.categoryRate != 0 && d.categories <= d.cfg.HotKeys.Keys:
+		return fmt.Errorf("-categories (%d) must exceed -hot-keys (%d): the category traffic reads the others", d.categories, d.cfg.HotKeys.Keys)
 	case d.reserveRate != 0 && !validRate(d.reserveRate):
 		return fmt.Errorf("-demo-reserve-rate must be 0 (off) or in [%g, %g], got %v", loadgen.MinRate, loadgen.MaxRate, d.reserveRate)
 	case d.burstEvery <= 0 || d.burstFor <= 0 || d.burstFor > d.burstEvery:
@@ -89,6 +99,12 @@ func (d *Demo) Run(ctx context.Context, e *Env) error {
 				return e.targets.Pick(req.Seq).Get(ctx, endpoint, path, nil)
 			}, func(res loadgen.Result) { e.observe("browse", res) })
 		})
+		if d.categoryRate > 0 {
+			read := d.categoryReads(e)
+			wg.Go(func() {
+				forever(runCtx, d.categoryRate, e.cfg.MaxInFlight, read, func(res loadgen.Result) { e.observe("browse", res) })
+			})
+		}
 		if d.reserveRate > 0 {
 			wg.Go(func() {
 				forever(runCtx, d.reserveRate, e.cfg.MaxInFlight, func(ctx context.Context, req loadgen.Request) loadgen.Outcome {
@@ -118,6 +134,19 @@ func (d *Demo) Run(ctx context.Context, e *Env) error {
 		return fmt.Errorf("%d demo reservations could not be cancelled or settled (they expire with their hold)", n)
 	}
 	return nil
+}
+
+// categoryReads returns the Do of the category traffic: the top list, then
+// the statistics, of each category after the hot ones in turn.
+func (d *Demo) categoryReads(e *Env) func(context.Context, loadgen.Request) loadgen.Outcome {
+	first, n := int64(e.cfg.HotKeys.Keys+1), int64(d.categories-e.cfg.HotKeys.Keys)
+	return func(ctx context.Context, req loadgen.Request) loadgen.Outcome {
+		c := first + (req.Seq/2)%n
+		if req.Seq%2 == 0 {
+			return e.targets.Pick(req.Seq).Get(ctx, "top_products", fmt.Sprintf("/v1/categories/%d/top?limit=10", c), nil)
+		}
+		return e.targets.Pick(req.Seq).Get(ctx, stampedeEndpoint, fmt.Sprintf("/v1/categories/%d/stats", c), nil)
+	}
 }
 
 // forever runs one open-model schedule at rate until ctx ends. Requests in

@@ -47,7 +47,8 @@ func TestDemo(t *testing.T) {
 	go func() { done <- runArgs(ctx, args, &stdout, &stderr) }()
 
 	// Poll loadgen's /metrics until every kind of traffic shows up.
-	want := []string{`scenario="browse"`, `scenario="reserve"`, `scenario="stampede"`, `endpoint="cancel"`, "loadgen_request_duration_seconds_bucket"}
+	want := []string{`scenario="browse"`, `scenario="reserve"`, `scenario="stampede"`, `endpoint="cancel"`, `endpoint="top_products"`,
+		`endpoint="category_stats",scenario="browse"`, "loadgen_request_duration_seconds_bucket"}
 	var body string
 	deadline := time.Now().Add(4 * time.Second)
 	for time.Now().Before(deadline) {
