@@ -68,6 +68,9 @@ func (b boardSpec) build() (dashboard.Dashboard, error) {
 			IncludeVars(true).
 			KeepTime(true))
 
+	for _, a := range annotations() {
+		d.Annotation(a.build())
+	}
 	id := uint32(1)
 	for _, r := range b.rows {
 		d.WithRow(dashboard.NewRowBuilder(r.title).Id(id).Collapsed(false))

@@ -39,6 +39,9 @@ func Queries() ([]PanelQuery, error) {
 		if err != nil {
 			return nil, err
 		}
+		for _, a := range annotations() {
+			out = append(out, PanelQuery{Dashboard: b.uid, Panel: "annotation: " + a.name, Expr: a.expr})
+		}
 		for _, p := range panels(d) {
 			title := ""
 			if p.Title != nil {

@@ -1,0 +1,46 @@
+package dashboards
+
+import "github.com/grafana/grafana-foundation-sdk/go/dashboard"
+
+// annotationSpec is an event every dashboard marks on its time axis, from a
+// Prometheus query: a mark wherever the query has a value.
+type annotationSpec struct {
+	name, color, expr, title string
+}
+
+// annotations are the demo's story on the time axis of every dashboard.
+func annotations() []annotationSpec {
+	return []annotationSpec{
+		{
+			name: "Strategy switches", color: "purple",
+			// A strategy that became 1 within the last interval.
+			expr: "max by (cache, strategy) (changes(" + sel("cachex_strategy_info") + "[$__rate_interval]) > 0) and on (cache, strategy) " +
+				"max by (cache, strategy) (" + sel("cachex_strategy_info") + " == 1)",
+			title: "{{cache}} switched to {{strategy}}",
+		},
+		{
+			name: "Stampede bursts", color: "orange",
+			expr:  onlyPositive(sumRate("", "loadgen_requests_total", `scenario="stampede"`)),
+			title: "load generator: stampede burst on the hot categories",
+		},
+		{
+			// Prometheus's own series of its alerts. Not filtered on job and
+			// instance: most rules aggregate those labels away.
+			name: "Alerts", color: "red",
+			expr:  `ALERTS`,
+			title: "{{alertname}} {{alertstate}}",
+		},
+	}
+}
+
+// build is a as a dashboard annotation query.
+func (a annotationSpec) build() *dashboard.AnnotationQueryBuilder {
+	return dashboard.NewAnnotationQueryBuilder().
+		Name(a.name).
+		Datasource(datasourceRef()).
+		Enable(true).
+		IconColor(a.color).
+		Expr(a.expr).
+		Step("10s").
+		TitleFormat(a.title)
+}
