@@ -10,7 +10,9 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/heatmap"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/statetimeline"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
+	"github.com/grafana/grafana-foundation-sdk/go/text"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 )
 
@@ -29,6 +31,8 @@ const (
 	kindStat
 	kindHeatmap
 	kindTable
+	kindStateTimeline // states named by valueNames
+	kindText          // markdown in content; no query
 )
 
 // target is one PromQL query of a panel.
@@ -56,6 +60,11 @@ type panelSpec struct {
 	instant bool
 	// noValue is shown instead of "No data".
 	noValue string
+	// valueNames names a state timeline's values ("0" -> "none", ...) and
+	// valueColors colours them.
+	valueNames, valueColors map[string]string
+	// content is a text panel's markdown.
+	content string
 	// rightAxis lists refIds whose series go on the right axis.
 	rightAxis []string
 	// showThresholds draws the thresholds as dashed lines on a time series.
@@ -159,6 +168,11 @@ func (p panelSpec) build(id uint32) (cog.Builder[dashboard.Panel], error) {
 		return heatmapPanel(id, p), nil
 	case kindTable:
 		return tablePanel(id, p), nil
+	case kindStateTimeline:
+		return stateTimelinePanel(id, p), nil
+	case kindText:
+		return text.NewPanelBuilder().Id(id).Title(p.title).Description(p.description).
+			Height(p.h).Span(p.w).Mode(text.TextModeMarkdown).Content(p.content), nil
 	}
 	return nil, fmt.Errorf("panel %q: unknown kind %d", p.title, p.kind)
 }
@@ -232,4 +246,18 @@ func tablePanel(id uint32, p panelSpec) *table.PanelBuilder {
 				"renameByName":  map[string]string{"Value": "instances"},
 			},
 		})
+}
+
+func stateTimelinePanel(id uint32, p panelSpec) *statetimeline.PanelBuilder {
+	options := map[string]dashboard.ValueMappingResult{}
+	for v, name := range p.valueNames {
+		color := p.valueColors[v]
+		options[v] = dashboard.ValueMappingResult{Text: &name, Color: &color}
+	}
+	return configure(statetimeline.NewPanelBuilder(), id, p).
+		ColorScheme(dashboard.NewFieldColorBuilder().Mode(dashboard.FieldColorModeIdThresholds)).
+		Mappings([]dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{Type: dashboard.MappingTypeValueToText, Options: options}}}).
+		ShowValue(common.VisibilityModeAuto).
+		MergeValues(true).
+		RowHeight(0.8)
 }
