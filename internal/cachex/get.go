@@ -332,12 +332,28 @@ func (c *Cache[V]) store(ctx context.Context, rk, token, seen string, v V, loadE
 	}
 	// The write (and the release of the lock with it) happens even when the
 	// caller's context ended meanwhile, or Close cancelled the recompute.
-	_ = c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
+	var cmd *redis.Cmd
+	err := c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
 		if token != "" {
-			return c.scripts.finish.Run(ctx, c.rdb, []string{rk, lockKey(rk)}, token, payload, keep.Milliseconds()).Err()
+			cmd = c.scripts.finish.Run(ctx, c.rdb, []string{rk, lockKey(rk)}, token, payload, keep.Milliseconds())
+		} else {
+			cmd = c.scripts.put.Run(ctx, c.rdb, []string{rk}, seen, payload, keep.Milliseconds())
 		}
-		return c.scripts.put.Run(ctx, c.rdb, []string{rk}, seen, payload, keep.Milliseconds()).Err()
+		return cmd.Err()
 	})
+	if err == nil {
+		c.countDiscarded(cmd)
+	}
+}
+
+// countDiscarded counts a write-back the script refused (it returns 0 when
+// the key, or its lock, changed since the recompute began).
+func (c *Cache[V]) countDiscarded(cmds ...*redis.Cmd) {
+	for _, cmd := range cmds {
+		if n, err := cmd.Int64(); err == nil && n == 0 {
+			c.m.discarded.Inc()
+		}
+	}
 }
 
 var errBreakerOpen = errors.New("cachex: Redis circuit breaker open")

@@ -58,6 +58,11 @@ func recomputes[V any](c *Cache[V], reason, status string) int {
 	return int(testutil.ToFloat64(c.m.recomputes[[2]string{reason, status}]))
 }
 
+// discards reads cachex_recomputes_discarded_total.
+func discards[V any](c *Cache[V]) int {
+	return int(testutil.ToFloat64(c.m.discarded))
+}
+
 // loader counts calls and in-flight calls of a loader that returns the call
 // number as a string after an optional delay.
 type loader struct {

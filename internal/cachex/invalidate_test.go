@@ -157,6 +157,8 @@ func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
 			if v := <-done; v != "v1" {
 				t.Fatalf("the read that started first got %q, want its own v1", v)
 			}
+			// Its write-back was refused and counted as discarded.
+			waitFor(t, "the refused write-back to count as discarded", 5*time.Second, func() bool { return discards(c) == 1 })
 			never := func(context.Context) (string, error) { return "v2", nil }
 			for range 3 {
 				if v, err := read(never); err != nil || v != "v2" {

@@ -396,6 +396,7 @@ func (c *Cache[V]) storeMany(ctx context.Context, keys []string, vals map[string
 	if read == nil || !c.brk.allow() {
 		return
 	}
+	puts := make([]*redis.Cmd, 0, len(keys))
 	_ = c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
 		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
@@ -408,12 +409,13 @@ func (c *Cache[V]) storeMany(ctx context.Context, keys []string, vals map[string
 						return err
 					}
 				}
-				c.scripts.put.Eval(ctx, p, []string{c.redisKey(k)}, read[k], payload, keep.Milliseconds())
+				puts = append(puts, c.scripts.put.Eval(ctx, p, []string{c.redisKey(k)}, read[k], payload, keep.Milliseconds()))
 			}
 			return nil
 		})
 		return err
 	})
+	c.countDiscarded(puts...)
 }
 
 // refreshManyAsync refreshes keys early in the background: one lock per key
@@ -473,6 +475,7 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 		c.m.duration.Observe(delta.Seconds())
 		c.countRecomputes(reasonEarly, len(mine), err)
 	}
+	var finishes []*redis.Cmd
 	_ = c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
 		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range mine {
@@ -490,12 +493,13 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 						return fmt.Errorf("encode %s: %w", k, eerr)
 					}
 				}
-				c.scripts.finish.Eval(ctx, p, []string{rk, lockKey(rk)}, token, payload, keep.Milliseconds())
+				finishes = append(finishes, c.scripts.finish.Eval(ctx, p, []string{rk, lockKey(rk)}, token, payload, keep.Milliseconds()))
 			}
 			return nil
 		})
 		return err
 	})
+	c.countDiscarded(finishes...)
 }
 
 // unique returns keys without repeats, in first-seen order.

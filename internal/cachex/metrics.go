@@ -28,6 +28,7 @@ const (
 type metrics struct {
 	gets       map[string]prometheus.Counter
 	recomputes map[[2]string]prometheus.Counter // reason, status
+	discarded  prometheus.Counter
 	duration   prometheus.Observer
 	lead       prometheus.Observer
 	contended  prometheus.Counter
@@ -44,6 +45,10 @@ func newMetrics(reg prometheus.Registerer, cache string) (*metrics, error) {
 		Name: "cachex_recomputes_total",
 		Help: "Loader calls by reason (miss, early, expired) and status (ok, error, panic).",
 	}, []string{"cache", "reason", "status"})
+	discarded := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "cachex_recomputes_discarded_total",
+		Help: "Recomputed values not stored because the key changed since the read that started the recompute (another recompute stored it first, or an invalidation).",
+	}, []string{"cache"})
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "cachex_recompute_duration_seconds",
 		Help:    "How long loader calls took (the XFetch delta).",
@@ -74,6 +79,9 @@ func newMetrics(reg prometheus.Registerer, cache string) (*metrics, error) {
 	if recomputes, err = share(reg, recomputes); err != nil {
 		return nil, err
 	}
+	if discarded, err = share(reg, discarded); err != nil {
+		return nil, err
+	}
 	if duration, err = share(reg, duration); err != nil {
 		return nil, err
 	}
@@ -92,6 +100,7 @@ func newMetrics(reg prometheus.Registerer, cache string) (*metrics, error) {
 	m := &metrics{
 		gets:       map[string]prometheus.Counter{},
 		recomputes: map[[2]string]prometheus.Counter{},
+		discarded:  discarded.WithLabelValues(cache),
 		duration:   duration.WithLabelValues(cache),
 		lead:       lead.WithLabelValues(cache),
 		contended:  contended.WithLabelValues(cache),

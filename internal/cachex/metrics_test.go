@@ -34,7 +34,7 @@ func TestMetricsMatchTheContract(t *testing.T) {
 	}
 	want := []string{
 		"cachex_gets_total", "cachex_recompute_duration_seconds", "cachex_recomputes_total",
-		"cachex_redis_errors_total", "cachex_refresh_lead_seconds", "cachex_refresh_lock_contended_total",
+		"cachex_recomputes_discarded_total", "cachex_redis_errors_total", "cachex_refresh_lead_seconds", "cachex_refresh_lock_contended_total",
 		"cachex_strategy_info",
 	}
 	for _, w := range want {

@@ -17,8 +17,10 @@ import (
 // their own clients, against one hot key whose loader takes 50ms, for run of
 // real time with a 1s TTL. It returns the loader calls, the number of TTL
 // windows the run spanned, and the reads that waited for a recompute after
-// the first fill. The second instance's clock runs skew ahead of the first's.
-func stampede(t *testing.T, strategy Strategy, beta float64, run, skew time.Duration) (loads int64, windows float64, waits int, slowest time.Duration) {
+// the first fill, the recomputes after it whose value was discarded
+// (cachex_recomputes_discarded_total), and the slowest read. The second
+// instance's clock runs skew ahead of the first's.
+func stampede(t *testing.T, strategy Strategy, beta float64, run, skew time.Duration) (loads int64, windows float64, waits, discarded int, slowest time.Duration) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("the stampede runs for seconds of real time")
@@ -68,6 +70,7 @@ func stampede(t *testing.T, strategy Strategy, beta float64, run, skew time.Dura
 		t.Errorf("the first fill took %d loads, want 1 (the other instance waits for the lease)", filled)
 	}
 	missesAfterFill := gets(caches[0], resultMiss) + gets(caches[1], resultMiss)
+	discardedAfterFill := discards(caches[0]) + discards(caches[1])
 
 	start := time.Now()
 	deadline := start.Add(run)
@@ -105,6 +108,7 @@ func stampede(t *testing.T, strategy Strategy, beta float64, run, skew time.Dura
 	loads = calls.Load() - filled
 	windows = float64(elapsed) / float64(ttl)
 	waits = gets(caches[0], resultMiss) + gets(caches[1], resultMiss) - missesAfterFill
+	discarded = discards(caches[0]) + discards(caches[1]) - discardedAfterFill
 	stale := gets(caches[0], resultStale) + gets(caches[1], resultStale)
 	for i, c := range caches {
 		t.Logf("instance %d: recomputes early %d, expired %d, miss %d; contended %v; gets hit %d early %d miss %d bypass %d",
@@ -117,10 +121,10 @@ func stampede(t *testing.T, strategy Strategy, beta float64, run, skew time.Dura
 		}
 	}
 	slowest = time.Duration(slowestNs.Load())
-	t.Logf("%s beta %.2f skew %v: %d reads in %v (%.0f per 50ms), %d recomputes after the fill over %.1f TTL windows (%.2f per window), %d reads waited, %d served stale while a refresh landed, slowest read %v",
+	t.Logf("%s beta %.2f skew %v: %d reads in %v (%.0f per 50ms), %d recomputes after the fill over %.1f TTL windows (%.2f per window), %d of them discarded, %d reads waited, %d served stale while a refresh landed, slowest read %v",
 		strategy, beta, skew, reads.Load(), elapsed.Round(time.Millisecond), float64(reads.Load())/elapsed.Seconds()/20,
-		loads, windows, float64(loads)/windows, waits, stale, slowest.Round(time.Millisecond))
-	return loads, windows, waits, slowest
+		loads, windows, float64(loads)/windows, discarded, waits, stale, slowest.Round(time.Millisecond))
+	return loads, windows, waits, discarded, slowest
 }
 
 // TestStampedeXFetch: about one recompute per TTL window and no reader ever
@@ -131,19 +135,29 @@ func stampede(t *testing.T, strategy Strategy, beta float64, run, skew time.Dura
 // halves the lead, and exp(-r*beta) (the chance that no read refreshes
 // before expiry) stays negligible.
 func TestStampedeXFetch(t *testing.T) {
-	recomputes, windows, waits, _ := stampede(t, XFetch, 0.5, 5500*time.Millisecond, 0)
+	recomputes, windows, waits, discarded, _ := stampede(t, XFetch, 0.5, 5500*time.Millisecond, 0)
 	if max := 1.1*windows + 1; float64(recomputes) > max {
 		t.Errorf("%d recomputes over %.1f windows, want at most %.1f", recomputes, windows, max)
 	}
 	if waits != 0 {
 		t.Errorf("%d reads waited for a recompute after the first fill, want 0", waits)
 	}
+	if discarded != 0 {
+		t.Errorf("%d recomputes discarded; the refresh lock lets one per key run, so none should be", discarded)
+	}
 }
 
+// TestStampedeTTLBaseline: without the refresh lock every reader that finds
+// the key expired recomputes it; the first to finish stores its value and
+// the others' writes are refused and counted as discarded, so the values
+// stored (recomputes minus discarded) are about one per TTL window.
 func TestStampedeTTLBaseline(t *testing.T) {
-	recomputes, windows, _, _ := stampede(t, TTL, 0, 5500*time.Millisecond, 0)
+	recomputes, windows, _, discarded, _ := stampede(t, TTL, 0, 5500*time.Millisecond, 0)
 	if per := float64(recomputes) / windows; per < 5 {
 		t.Errorf("plain TTL caching: %.1f recomputes per window; the baseline should stampede (many per window)", per)
+	}
+	if stored := float64(recomputes - int64(discarded)); stored < windows-1 || stored > windows+1 {
+		t.Errorf("%d recomputes, %d discarded: %.0f values stored over %.1f TTL windows, want one per window", recomputes, discarded, stored, windows)
 	}
 }
 
@@ -155,7 +169,7 @@ func TestStampedeTTLBaseline(t *testing.T) {
 // (the instance that waits for the other's fill included) stays far below a
 // lease wait (LeaseWait, 2s).
 func TestStampedeXFetchWithSkewedClocks(t *testing.T) {
-	recomputes, windows, waits, slowest := stampede(t, XFetch, 0.5, 5500*time.Millisecond, 2*time.Second)
+	recomputes, windows, waits, _, slowest := stampede(t, XFetch, 0.5, 5500*time.Millisecond, 2*time.Second)
 	if max := 1.1*windows + 1; float64(recomputes) > max {
 		t.Errorf("%d recomputes over %.1f windows, want at most %.1f", recomputes, windows, max)
 	}
