@@ -156,6 +156,9 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 		return err
 	}
 	faults := &catalog.Injector{}
+	if err := reg.Register(faults.Collector()); err != nil {
+		return err
+	}
 	store := catalog.NewStore(pool, catalog.WithObserver(observe), catalog.WithDelay(faults.DBDelay))
 
 	// Reservation locks have no watchdog: a reservation is one short

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -49,10 +50,46 @@ func (f Faults) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Injector holds the current Faults; safe for concurrent use.
+// knobs are the Faults as catalog_fault_setting's knob label values.
+func (f Faults) knobs() map[string]int {
+	return map[string]int{
+		"db_latency_ms": f.DBLatencyMS, "db_latency_percent": f.DBLatencyPercent,
+		"cache_redis_down_percent": f.CacheRedisDownPercent,
+		"reservation_pause_ms":     f.ReservationPauseMS, "reservation_pause_percent": f.ReservationPausePercent,
+	}
+}
+
+// Injector holds the current Faults; safe for concurrent use. The zero
+// value injects nothing.
 type Injector struct {
-	mu sync.RWMutex
-	f  Faults
+	mu    sync.RWMutex
+	f     Faults
+	gauge *prometheus.GaugeVec // made by Collector
+}
+
+// Collector returns the gauge catalog_fault_setting{knob}, each knob's
+// current value (0 = off), kept in step by Set; the same one every call.
+func (in *Injector) Collector() prometheus.Collector {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.gauge == nil {
+		in.gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "catalog_fault_setting",
+			Help: "The admin API's fault knobs (GET /admin/faults) by knob: milliseconds or percent, 0 = off.",
+		}, []string{"knob"})
+		in.export()
+	}
+	return in.gauge
+}
+
+// export copies the knobs to the gauge, if there is one; in.mu is held.
+func (in *Injector) export() {
+	if in.gauge == nil {
+		return
+	}
+	for k, v := range in.f.knobs() {
+		in.gauge.WithLabelValues(k).Set(float64(v))
+	}
 }
 
 // Get returns the current faults.
@@ -69,6 +106,7 @@ func (in *Injector) Set(f Faults) error {
 	}
 	in.mu.Lock()
 	in.f = f
+	in.export()
 	in.mu.Unlock()
 	return nil
 }

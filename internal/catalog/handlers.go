@@ -168,6 +168,10 @@ func (h *handlers) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, Problem{Type: probUnavailable.Type, Title: "The client closed the request", Status: statusClientClosed})
 	case isQueryCanceled(err):
 		writeProblem(w, probUnavailable.with("a database query ran out of its time; retry later"))
+	case errors.Is(err, context.DeadlineExceeded):
+		// A recompute that ran out of its own time (cachex's LoadTimeout)
+		// while the request still had some: the database is overloaded.
+		writeProblem(w, probUnavailable.with("a dependency did not answer in time; retry later"))
 	default:
 		h.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeProblem(w, probInternal)

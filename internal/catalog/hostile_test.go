@@ -157,7 +157,7 @@ func TestSearchWithoutAPositiveTermIsRefused(t *testing.T) {
 
 // A request that runs out of its server-side time answers 503 problem+json
 // with Retry-After, and so does a query that Postgres cancelled (its
-// statement_timeout), never 500.
+// statement_timeout) or a recompute that ran out of its time, never 500.
 func TestRequestsAndQueriesRunOutOfTimeAs503(t *testing.T) {
 	a := newTestAPI(t, apiOptions{})
 	h, err := NewHandler(HandlerConfig{Service: a.svc, Faults: a.faults, Registry: prometheus.NewRegistry(), RequestTimeout: 100 * time.Millisecond})
@@ -180,6 +180,13 @@ func TestRequestsAndQueriesRunOutOfTimeAs503(t *testing.T) {
 	hh := &handlers{log: slog.New(slog.DiscardHandler)}
 	rec = httptest.NewRecorder()
 	hh.fail(rec, httptest.NewRequest(http.MethodGet, "/v1/search?q=x", nil), fmt.Errorf("search: %w", &pgconn.PgError{Code: "57014"}))
+	checkProblem(t, rec, http.StatusServiceUnavailable, "/problems/unavailable")
+
+	// A recompute that ran out of its own time (cachex's LoadTimeout, which
+	// a ttl stampede on a saturated pool reaches) while the request still
+	// had time: the dependency is slow, not the server broken.
+	rec = httptest.NewRecorder()
+	hh.fail(rec, httptest.NewRequest(http.MethodGet, "/v1/categories/1/stats", nil), fmt.Errorf("catalog: category_stats: %w", context.DeadlineExceeded))
 	checkProblem(t, rec, http.StatusServiceUnavailable, "/problems/unavailable")
 }
 
