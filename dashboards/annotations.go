@@ -2,6 +2,9 @@ package dashboards
 
 import "github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
+// alertsSeries is Prometheus's series of its pending and firing alerts.
+const alertsSeries = "ALERTS"
+
 // annotationSpec is an event every dashboard marks on its time axis, from a
 // Prometheus query: a mark wherever the query has a value.
 type annotationSpec struct {
@@ -24,10 +27,21 @@ func annotations() []annotationSpec {
 			title: "load generator: stampede burst on the hot categories",
 		},
 		{
+			// A knob of GET /admin/faults that changed within the interval.
+			name: "Fault injection", color: "yellow",
+			expr:  "max by (knob) (changes(" + sel("catalog_fault_setting") + "[$__rate_interval]) > 0)",
+			title: "fault knob {{knob}} changed (GET /admin/faults)",
+		},
+		{
+			name: "Demo paused", color: "blue",
+			expr:  sel("loadgen_demo_paused") + " == 1",
+			title: "load generator: demo paused (another experiment runs)",
+		},
+		{
 			// Prometheus's own series of its alerts. Not filtered on job and
 			// instance: most rules aggregate those labels away.
 			name: "Alerts", color: "red",
-			expr:  `ALERTS`,
+			expr:  alertsSeries,
 			title: "{{alertname}} {{alertstate}}",
 		},
 	}

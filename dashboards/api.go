@@ -162,6 +162,18 @@ func api() boardSpec {
 					targets: []target{{expr: sumRate("instance", "redis_pool_timeouts_total"), legend: "{{instance}}"}},
 				},
 			}},
+			{title: "Scrape targets", panels: []panelSpec{
+				{
+					kind: kindStateTimeline, title: "Targets up", unit: units.Short,
+					thresholds: okAlways(), w: 24, h: 6,
+					description: "Whether Prometheus's last scrape of each target (the API instances, the load generator) " +
+						"succeeded: up (green) or down (red: the process is down, restarting, hung or unreachable, and " +
+						"its panels go blank). StampedeTargetDown fires after a minute down.",
+					valueNames:  map[string]string{"0": "down", "1": "up"},
+					valueColors: map[string]string{"0": "red", "1": "green"},
+					targets:     []target{{expr: sel("up"), legend: "{{job}} {{instance}}"}},
+				},
+			}},
 		},
 	}
 }

@@ -30,7 +30,7 @@ func overview() boardSpec {
 				},
 				{
 					kind: kindStateTimeline, title: "Cache strategy over time", unit: units.Short,
-					thresholds: okAlways(), w: 15, h: 9,
+					thresholds: okAlways(), w: 9, h: 9,
 					link: cacheURL, linkTitle: "Cache (XFetch)",
 					description: "The strategy each cache uses, over time (cachex_strategy_info). The demo switches " +
 						"category_stats between ttl and xfetch at each stampede burst; the other caches stay on xfetch " +
@@ -39,15 +39,23 @@ func overview() boardSpec {
 					valueColors: map[string]string{"0": "blue", "1": "red", "2": "green"},
 					targets:     []target{{expr: strategyCode(), legend: "{{cache}}"}},
 				},
+				{
+					kind: kindTable, title: "Alerts now", unit: units.Short,
+					thresholds: okAlways(), w: 6, h: 9, needs: needsRedisDown, noValue: "No alert pending or firing",
+					description: "Empty while no alert is pending or firing. Prometheus's alerts that are pending or " +
+						"firing now (deploy/rules/alerts.yml), by severity. Each alert's runbook_url leads to its section of docs/runbooks.md: what it means, " +
+						"which panel to open, what to do. The demo fires StampedeRecomputeStorm at its ttl bursts on " +
+						"purpose; the fault calls of the text panel fire the others.",
+					targets: []target{{expr: "max by (alertname, alertstate, severity) (" + alertsSeries + ")", legend: "{{alertname}}"}},
+				},
 			}},
 			{title: "Now", panels: []panelSpec{
 				{
 					kind: kindStat, title: "Cache hit ratio", unit: units.PercentUnit,
-					thresholds: higherIsBetter(0.8), w: 4, h: 5, percent01: true,
+					thresholds: higherIsBetter3(hitRatioLow, hitRatioOK), w: 4, h: 5, percent01: true,
 					link: cacheURL, linkTitle: "Cache (XFetch)",
-					description: hitRatioHelp + " All caches, last minute or two. Good: above 80% (green) once warm. " +
-						"A stampede hardly moves it (98.7% under ttl in experiment 1): watch recomputes and client p99.",
-					targets: []target{{expr: hitRatio(""), legend: "hit ratio"}},
+					description: hitRatioHelp + " All caches, last minute or two. " + hitRatioDemo,
+					targets:     []target{{expr: hitRatio(""), legend: "hit ratio"}},
 				},
 				{
 					kind: kindStat, title: "Recomputes/s", unit: units.OpsPerSecond,
@@ -101,20 +109,12 @@ func overview() boardSpec {
 			{title: "Trends", panels: []panelSpec{
 				{
 					kind: kindTimeseries, title: "Hit ratio by cache", unit: units.PercentUnit,
-					thresholds: higherIsBetter(0.8), w: 12, h: 8, percent01: true, showThresholds: true,
+					thresholds: higherIsBetter3(hitRatioLow, hitRatioOK), w: 12, h: 8, percent01: true, showThresholds: true,
 					link: cacheURL, linkTitle: "Cache (XFetch)",
-					description: hitRatioHelp + " Per cache; the dashed line is the 80% threshold, which a cold or " +
-						"failing cache crosses; a stampede barely dents it (98.7% under ttl in experiment 1).",
-					targets: []target{{expr: hitRatio("cache"), legend: "{{cache}}"}},
+					description: hitRatioHelp + " " + hitRatioByCacheDemo,
+					targets:     []target{{expr: hitRatio("cache"), legend: "{{cache}}"}},
 				},
-				{
-					kind: kindTimeseries, title: "Recomputes by cache", unit: units.OpsPerSecond,
-					thresholds: okAlways(), w: 12, h: 8,
-					link: cacheURL, linkTitle: "Cache (XFetch)",
-					description: "Recomputes (Postgres queries made for the cache) per second, per cache. Under xfetch " +
-						"they are spread out and mostly early; under ttl they come in bursts at each expiry: the stampede.",
-					targets: []target{{expr: sumRate("cache", "cachex_recomputes_total"), legend: "{{cache}}"}},
-				},
+				recomputesPerKey(cacheURL, "Cache (XFetch)"),
 				{
 					kind: kindTimeseries, title: "Requests and 5xx", unit: units.RequestsPerSecond,
 					thresholds: okAlways(), w: 12, h: 8, rightAxis: []string{"B"},
@@ -172,14 +172,17 @@ const demoStory = `**What runs.** The load generator's demo: product reads, batc
 top lists and statistics (4/s), reservations and cancellations (5/s), and **every 3 minutes a 40 s stampede burst**
 of 200 requests/s on categories 1–3, switching *category_stats* to the next strategy: **ttl, then xfetch**.
 
-**Minute by minute.** 0:00–2:20 steady load, hit ratio climbing as the caches warm. 2:20 the first burst, under
-ttl: database queries for category_stats spike at each 10 s expiry, the burst p99 jumps to hundreds of ms. 5:20
-the next burst, under xfetch: one early refresh per key per TTL, p99 a few ms. Then it alternates. The purple
-marks are the strategy switches, orange the bursts, red the alerts.
+**Minute by minute.** 0:00–2:20 steady load: hit ratio about 75%, one recompute per key per TTL window. 2:20 the
+first burst, under ttl: every reader that finds a hot key expired recomputes it, so *Recomputes per key per TTL
+window* jumps to 2–20, category_stats queries to ~25/s, the burst p99 to seconds, and StampedeRecomputeStorm fires
+(*Alerts now*). 5:20 the next burst, under xfetch: one early refresh per key per TTL, p99 a few ms, no alert. Then
+it alternates. Marks on the time axis: purple strategy switches, orange bursts, yellow fault-knob changes, blue
+demo pauses, red alerts.
 
 **Try it** (admin token *demo-admin*):
 - cache Redis down: ` + "`curl -X PUT -H 'Authorization: Bearer demo-admin' -H 'Content-Type: application/json' -d '{\"cache_redis_down_percent\": 100}' 127.0.0.1:8080/admin/faults`" + `
 - lost locks: ` + "`-d '{\"reservation_pause_ms\": 6000, \"reservation_pause_percent\": 10}'`" + ` to the same URL; ` + "`-d '{}'`" + ` resets every knob
+- a slow database (the latency budget burns): ` + "`-d '{\"db_latency_ms\": 1500, \"db_latency_percent\": 100}'`" + ` to the same URL
 - a strategy: ` + "`-d '{\"strategy\": \"ttl\"}' 127.0.0.1:8080/admin/caches/product`" + `
 - pause the demo for your own experiment: ` + "`curl -X POST 127.0.0.1:9102/demo/pause`" + ` (and ` + "`/demo/resume`" + `)
 `

@@ -32,19 +32,22 @@ func sumRate(by, metric string, matchers ...string) string {
 	return sumBy(by, rate(metric, matchers...))
 }
 
-// quantile is the q-quantile of histogram hist (without _bucket), grouped by by.
+// quantile is the q-quantile of histogram hist (without _bucket), grouped by
+// by. ">= 0" drops the NaN that histogram_quantile answers for a window
+// without observations (between the demo's bursts, say): a gap, not NaN.
 func quantile(q float64, by, hist string, matchers ...string) string {
 	le := "le"
 	if by != "" {
 		le = by + ", le"
 	}
-	return fmt.Sprintf("histogram_quantile(%g, %s)", q, sumRate(le, hist+"_bucket", matchers...))
+	return fmt.Sprintf("(histogram_quantile(%g, %s) >= 0)", q, sumRate(le, hist+"_bucket", matchers...))
 }
 
 // ratioOrZero is num / den where a group without num counts as 0 rather than
-// missing: (num or den * 0) / den. Both are sums grouped by the same labels.
+// missing: (num or den * 0) / (den > 0). Both are sums grouped by the same
+// labels; a group without traffic in the window has no point, not NaN.
 func ratioOrZero(num, den string) string {
-	return "(" + num + " or " + den + " * 0) / " + den
+	return "(" + num + " or " + den + " * 0) / (" + den + " > 0)"
 }
 
 // increaseOverRange is sum(increase(metric{...}[$__range])): events in the

@@ -13,13 +13,13 @@ import (
 // end-to-end test checks the same queries against the real registries.
 var (
 	contractSeries = []string{
-		"cachex_gets_total", "cachex_recomputes_total", "cachex_refresh_lock_contended_total",
-		"cachex_redis_errors_total", "cachex_strategy_info",
+		"cachex_gets_total", "cachex_recomputes_total", "cachex_recomputes_discarded_total",
+		"cachex_refresh_lock_contended_total", "cachex_redis_errors_total", "cachex_strategy_info",
 		"lockx_acquire_total", "lockx_acquire_attempts_total", "lockx_extensions_total", "lockx_lost_total",
-		"catalog_reservations_total", "http_requests_total",
+		"catalog_reservations_total", "catalog_fault_setting", "http_requests_total",
 		"pgxpool_acquired_conns", "pgxpool_idle_conns", "pgxpool_max_conns", "pgxpool_empty_acquire_total",
 		"redis_pool_total_conns", "redis_pool_idle_conns", "redis_pool_timeouts_total",
-		"loadgen_requests_total",
+		"loadgen_requests_total", "loadgen_demo_paused",
 	}
 	contractHistograms = []string{
 		"cachex_recompute_duration_seconds", "cachex_refresh_lead_seconds",
@@ -28,10 +28,6 @@ var (
 		"loadgen_request_duration_seconds",
 	}
 )
-
-// alertsSeries is Prometheus's series of its alerts, which the firing-alerts
-// annotation reads.
-const alertsSeries = "ALERTS"
 
 // contractName returns the contract metric that name is (a histogram's
 // _bucket, _sum and _count count as the histogram), or "".
