@@ -21,7 +21,6 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
-	"github.com/prometheus/prometheus/promql/parser"
 	yaml "go.yaml.in/yaml/v3"
 )
 
@@ -47,6 +46,7 @@ const (
 var contract = map[string][]string{
 	"cachex_gets_total":                   {"cache", "result"},
 	"cachex_recomputes_total":             {"cache", "reason", "status"},
+	"cachex_recomputes_discarded_total":   {"cache"},
 	"cachex_recompute_duration_seconds":   {"cache"},
 	"cachex_refresh_lead_seconds":         {"cache"},
 	"cachex_refresh_lock_contended_total": {"cache"},
@@ -59,6 +59,7 @@ var contract = map[string][]string{
 	"lockx_extensions_total":              {"name", "result"},
 	"lockx_lost_total":                    {"name"},
 	"catalog_reservations_total":          {"result"},
+	"catalog_fault_setting":               {"knob"},
 	"catalog_db_query_duration_seconds":   {"query"},
 	"http_requests_total":                 {"route", "method", "code"},
 	"http_request_duration_seconds":       {"route", "method", "code"},
@@ -172,114 +173,6 @@ type promConfig struct {
 	} `yaml:"scrape_configs"`
 }
 
-// TestAlertRules checks the rules with promtool, runs their unit tests, and
-// checks that every alert is labelled, annotated, tested both ways and uses
-// only contract metrics.
-func TestAlertRules(t *testing.T) {
-	root := repoRoot(t)
-	runPromtool(t, root, "check", "rules", rulesFile)
-	runPromtool(t, root, "test", "rules", rulesTestFile)
-
-	var rules struct {
-		Groups []struct {
-			Rules []struct {
-				Alert       string            `yaml:"alert"`
-				Expr        string            `yaml:"expr"`
-				Labels      map[string]string `yaml:"labels"`
-				Annotations map[string]string `yaml:"annotations"`
-			} `yaml:"rules"`
-		} `yaml:"groups"`
-	}
-	readYAML(t, filepath.Join(root, rulesFile), &rules)
-	var tests struct {
-		Tests []struct {
-			AlertRuleTest []struct {
-				Alertname string `yaml:"alertname"`
-				ExpAlerts []any  `yaml:"exp_alerts"`
-			} `yaml:"alert_rule_test"`
-		} `yaml:"tests"`
-	}
-	readYAML(t, filepath.Join(root, rulesTestFile), &tests)
-	fires, silent := map[string]bool{}, map[string]bool{}
-	for _, tg := range tests.Tests {
-		for _, c := range tg.AlertRuleTest {
-			if len(c.ExpAlerts) > 0 {
-				fires[c.Alertname] = true
-			} else {
-				silent[c.Alertname] = true
-			}
-		}
-	}
-
-	n := 0
-	for _, g := range rules.Groups {
-		for _, r := range g.Rules {
-			if r.Alert == "" {
-				continue
-			}
-			n++
-			if s := r.Labels["severity"]; s != "warning" && s != "critical" {
-				t.Errorf("%s: severity label %q, want warning or critical", r.Alert, s)
-			}
-			for _, a := range []string{"summary", "description"} {
-				if strings.TrimSpace(r.Annotations[a]) == "" {
-					t.Errorf("%s: no %s annotation", r.Alert, a)
-				}
-			}
-			if !fires[r.Alert] {
-				t.Errorf("%s: %s has no test case in which it fires", r.Alert, rulesTestFile)
-			}
-			if !silent[r.Alert] {
-				t.Errorf("%s: %s has no test case in which it does not fire", r.Alert, rulesTestFile)
-			}
-			checkContract(t, r.Alert, r.Expr)
-		}
-	}
-	if n == 0 {
-		t.Fatalf("%s holds no alert", rulesFile)
-	}
-}
-
-// checkContract fails the test if expr selects a metric, or matches a label,
-// that is not in the metric contract.
-func checkContract(t *testing.T, alert, expr string) {
-	t.Helper()
-	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
-	if err != nil {
-		t.Errorf("%s: %v", alert, err)
-		return
-	}
-	parser.Inspect(e, func(node parser.Node, _ []parser.Node) error {
-		vs, ok := node.(*parser.VectorSelector)
-		if !ok {
-			return nil
-		}
-		name := vs.Name
-		labels, ok := contract[name]
-		if !ok {
-			// Histogram series: the contract names the histogram.
-			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-				if base, cut := strings.CutSuffix(name, suffix); cut {
-					if labels, ok = contract[base]; ok {
-						labels = append(slices.Clone(labels), "le")
-						break
-					}
-				}
-			}
-		}
-		if !ok {
-			t.Errorf("%s: metric %q is not in the metric contract (docs/metrics.md)", alert, name)
-			return nil
-		}
-		for _, m := range vs.LabelMatchers {
-			if m.Name != "__name__" && m.Name != "job" && m.Name != "instance" && !slices.Contains(labels, m.Name) {
-				t.Errorf("%s: %s has no label %q (contract: %v)", alert, name, m.Name, labels)
-			}
-		}
-		return nil
-	})
-}
-
 // TestPrometheusConfig checks each variant's Prometheus configuration with
 // promtool. The file names container paths (rule_files), so the test maps
 // them through the compose file's bind mounts into a temporary copy: this
@@ -354,7 +247,7 @@ func TestCompose(t *testing.T) {
 		t.Run(v.compose, func(t *testing.T) {
 			p := loadProject(t, root, v.compose)
 			names := p.ServiceNames()
-			for _, want := range []string{"postgres", "redis-1", "seed", "api-1", "loadgen", "prometheus", "grafana"} {
+			for _, want := range []string{"postgres", "redis-cache", "seed", "api-1", "loadgen", "prometheus", "grafana"} {
 				if !slices.Contains(names, want) {
 					t.Errorf("no service %q (services: %v)", want, names)
 				}
@@ -462,6 +355,13 @@ func checkAPIService(t *testing.T, p *types.Project, svc types.ServiceConfig) {
 	if !oneShot {
 		t.Errorf("service %s must depend on the migrate/seed one-shot with condition %s",
 			svc.Name, types.ServiceConditionCompletedSuccessfully)
+	}
+	// Every Redis it is given (cache and lock) is up before it starts.
+	cache, locks := redisHosts(t, svc)
+	for _, host := range append(locks, cache) {
+		if d, ok := svc.DependsOn[host]; !ok || d.Condition != types.ServiceConditionHealthy {
+			t.Errorf("service %s uses Redis %s and must depend on it with condition %s", svc.Name, host, types.ServiceConditionHealthy)
+		}
 	}
 }
 
