@@ -2,7 +2,9 @@
 # base. Build: docker compose build (or docker build -t stampede:local .).
 
 # --- build ------------------------------------------------------------------
-FROM golang:1.26-bookworm AS build
+# Pinned to go.mod's go line (deploy/images_test.go): a floating golang:1.26
+# cached from before that patch release would refuse go.mod.
+FROM golang:1.26.8-bookworm AS build
 WORKDIR /src
 # Modules first, in their own layer: it is rebuilt only when go.mod/go.sum change.
 COPY go.mod go.sum ./

@@ -25,25 +25,36 @@ torture: ## the fault-injection checker: lock and reserve workloads against real
 dashboards: ## regenerate the Grafana dashboards in dashboards/generated from the Go definitions (commit the result)
 	$(GO) run ./dashboards/cmd/gendashboards
 
+# up, up-minimal: the two compose variants bind the same host ports, so each
+# stops the other first; both pull fresh base images (a stale cached one can
+# be too old for go.mod) and wait until every service is healthy.
 .PHONY: up
-up: ## the live demo in Docker: API x2, load, Prometheus (:9090), Grafana (:3000)
-	docker compose up --build -d
+up: ## the live demo in Docker (compose.yaml): API x2, load, Prometheus (:9090), Grafana (:3000); stops the minimal variant, pulls, builds, waits until healthy
+	docker compose -f compose.minimal.yaml down -v --remove-orphans
+	docker compose -f compose.yaml pull --ignore-buildable
+	docker compose -f compose.yaml build --pull
+	docker compose -f compose.yaml up -d --wait
 	@echo "Grafana http://127.0.0.1:3000  Prometheus http://127.0.0.1:9090  API http://127.0.0.1:8080 and :8081  loadgen http://127.0.0.1:9102/metrics"
 
 .PHONY: up-minimal
-up-minimal: ## the demo for small laptops: one API, one Redis, a fifth of the catalog
-	docker compose -f compose.minimal.yaml up --build -d
+up-minimal: ## the demo for small laptops (compose.minimal.yaml): one API, a cache and a lock Redis, a fifth of the catalog; stops the full variant first
+	docker compose -f compose.yaml down -v --remove-orphans
+	docker compose -f compose.minimal.yaml pull --ignore-buildable
+	docker compose -f compose.minimal.yaml build --pull
+	docker compose -f compose.minimal.yaml up -d --wait
+	@echo "Grafana http://127.0.0.1:3000  Prometheus http://127.0.0.1:9090  API http://127.0.0.1:8080  loadgen http://127.0.0.1:9102/metrics"
 
 .PHONY: down
-down: ## stop the demo (either variant) and drop its data
-	docker compose down -v --remove-orphans
+down: ## stop both demo variants and drop their data
+	docker compose -f compose.yaml down -v --remove-orphans
+	docker compose -f compose.minimal.yaml down -v --remove-orphans
 
 .PHONY: run-local
-run-local: ## the stack without Docker: starts 4 Redis of its own on free ports (addresses in .run/env), the API on :8080 and Prometheus on :9090 if installed; migrates and seeds db stampede
-	bash scripts/local.sh start
+run-local: ## the stack without Docker: starts 4 Redis of its own on free ports (addresses in .run/env), the API on :8080 and Prometheus on :9090 if installed; migrates and seeds db stampede; DEMO=1 also runs the demo load (metrics on :9102)
+	$(if $(DEMO),DEMO=$(DEMO) )bash scripts/local.sh start
 
 .PHONY: stop-local
-stop-local: ## stop what run-local started (the API, Prometheus and the Redis servers recorded in .run/)
+stop-local: ## stop what run-local started (the API, the demo load, Prometheus and the Redis servers recorded in .run/)
 	bash scripts/local.sh stop
 
 # experiments: the guided experiments' commands as docs/experiments shows them,

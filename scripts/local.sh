@@ -9,7 +9,10 @@
 # pid), and restarts the API when its binary or settings changed.
 #
 # Settings (environment): HTTP_ADDR (127.0.0.1:8080), DB_NAME (stampede), RUN_DIR (.run),
-# PROMETHEUS_ADDR (127.0.0.1:9090), SCALE (seed scale, 1), ADMIN_TOKEN (local-admin).
+# PROMETHEUS_ADDR (127.0.0.1:9090), SCALE (seed scale, 1), ADMIN_TOKEN (local-admin),
+# DEMO (1: also run the load generator's endless demo mix, as compose does; off by default,
+# so that the guided experiments drive the API alone; a start without it stops a running one),
+# LOADGEN_ADDR (127.0.0.1:9102: the demo's /metrics, which Prometheus scrapes).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 RUN=${RUN_DIR:-$root/.run}
@@ -18,6 +21,8 @@ cd "$root"
 HTTP_ADDR=${HTTP_ADDR:-127.0.0.1:8080}
 DB_NAME=${DB_NAME:-stampede}
 PROMETHEUS_ADDR=${PROMETHEUS_ADDR:-127.0.0.1:9090}
+LOADGEN_ADDR=${LOADGEN_ADDR:-127.0.0.1:9102}
+DEMO=${DEMO:-0}
 REDIS_NAMES=(cache lock1 lock2 lock3)
 say() { printf 'run-local: %s\n' "$*"; }
 
@@ -174,9 +179,9 @@ start_api() {
 prometheus_config() {
 	local src=deploy/prometheus.yml out
 	out=$(sed -e "s|\[api-1:8080, api-2:8080\]|[$HTTP_ADDR]|" \
-		-e 's|\[loadgen:9102\]|[127.0.0.1:9102]|' \
+		-e "s|\[loadgen:9102\]|[$LOADGEN_ADDR]|" \
 		-e "s|/etc/prometheus/rules/alerts.yml|$PWD/deploy/rules/alerts.yml|" "$src")
-	for want in "[$HTTP_ADDR]" '[127.0.0.1:9102]' "$PWD/deploy/rules/alerts.yml"; do
+	for want in "[$HTTP_ADDR]" "[$LOADGEN_ADDR]" "$PWD/deploy/rules/alerts.yml"; do
 		grep -qF -- "$want" <<<"$out" || { echo "local.sh: $src no longer has the targets or rule_files it rewrites ($want)" >&2; return 1; }
 	done
 	printf '%s\n' "$out"
@@ -234,6 +239,67 @@ stop_prometheus() {
 	rm -f "$RUN/prometheus.pid"
 }
 
+# loadgen_ours reports whether process $1 is the load generator this script
+# started from $RUN/loadgen.
+loadgen_ours() {
+	alive "$1" && [[ $(args_of "$1") == "$RUN/loadgen "* ]]
+}
+
+# stop_loadgen stops the load generator this script started (the demo cancels
+# its open reservations as it stops).
+stop_loadgen() {
+	local pid
+	pid=$(cat "$RUN/loadgen.pid" 2>/dev/null || true)
+	if [ -n "$pid" ] && loadgen_ours "$pid"; then end_process loadgen "$pid"; fi
+	rm -f "$RUN/loadgen.pid" "$RUN/loadgen.stamp"
+}
+
+# start_loadgen runs the demo mix against the API when DEMO=1 (restarting it
+# when its binary or settings changed), and stops it otherwise.
+start_loadgen() {
+	local pid stamp products args=()
+	if [ "$DEMO" != 1 ]; then
+		stop_loadgen
+		return
+	fi
+	# The catalog's size at SCALE (internal/seed: products = round(25,000 x
+	# scale), categories = min(40, products)): reads past it would be 404s.
+	products=$(awk -v s="${SCALE:-1}" 'BEGIN { p = int(25000 * s + 0.5); print (p < 1 ? 1 : p) }')
+	if [ "$products" -lt 4 ]; then
+		say "DEMO=1 needs a catalog of at least 4 products (SCALE >= 0.00014)"
+		exit 2
+	fi
+	args=(-target "http://$HTTP_ADDR" -metrics-addr "$LOADGEN_ADDR" -duration 0
+		-products "$products" -categories $((products < 40 ? products : 40)) demo)
+	go build -o "$RUN/loadgen" ./cmd/loadgen
+	stamp=$(printf 'binary sha256 %s\n' "$(checksum "$RUN/loadgen")"; printf '%s\n' "${args[@]}"; cat "$RUN/env")
+	pid=$(cat "$RUN/loadgen.pid" 2>/dev/null || true)
+	if [ -n "$pid" ] && loadgen_ours "$pid"; then
+		if [ "$stamp" = "$(cat "$RUN/loadgen.stamp" 2>/dev/null || true)" ]; then
+			say "loadgen: already running (pid $pid), same binary and settings"
+			return
+		fi
+		say "loadgen: its binary or settings changed: restarting it"
+		end_process loadgen "$pid"
+	fi
+	if listening "${LOADGEN_ADDR##*:}" && [[ $LOADGEN_ADDR == 127.0.0.1:* ]]; then
+		say "loadgen: something else listens on $LOADGEN_ADDR: stop it or set LOADGEN_ADDR"
+		exit 1
+	fi
+	# ADMIN_TOKEN comes from the environment (not the command line).
+	nohup "$RUN/loadgen" "${args[@]}" >"$RUN/loadgen.log" 2>&1 &
+	pid=$!
+	echo "$pid" >"$RUN/loadgen.pid"
+	printf '%s\n' "$stamp" >"$RUN/loadgen.stamp"
+	for _ in $(seq 100); do
+		alive "$pid" || { say "loadgen exited; see $RUN/loadgen.log"; tail -n 5 "$RUN/loadgen.log" >&2; exit 1; }
+		curl -fsS "http://$LOADGEN_ADDR/metrics" >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	curl -fsS "http://$LOADGEN_ADDR/metrics" >/dev/null || { say "loadgen does not serve $LOADGEN_ADDR/metrics; see $RUN/loadgen.log"; exit 1; }
+	say "loadgen: demo mix started against $HTTP_ADDR, metrics on http://$LOADGEN_ADDR/metrics (pid $pid)"
+}
+
 # stop_legacy stops the Redis servers an older version of this script started
 # on fixed ports (recorded as .run/cache.pid and .run/lockN.pid).
 stop_legacy() {
@@ -249,6 +315,7 @@ stop_legacy() {
 # stop ends what start started, as recorded in $RUN, and nothing else.
 stop() {
 	local pid i
+	stop_loadgen # first: it would count the API's absence as errors
 	pid=$(cat "$RUN/api.pid" 2>/dev/null || true)
 	if [ -n "$pid" ] && api_ours "$pid"; then end_process api "$pid"; fi
 	rm -f "$RUN/api.pid" "$RUN/api.stamp"
@@ -295,6 +362,9 @@ start() {
 	"$RUN/api" seed -scale "${SCALE:-1}"
 	start_api
 	start_prometheus
+	start_loadgen
+	local demo="off (DEMO=1 runs the compose demo's load mix)"
+	[ "$DEMO" != 1 ] || demo="http://$LOADGEN_ADDR/metrics   (log $RUN/loadgen.log; POST /demo/pause, /demo/resume)"
 	cat <<EOT
 run-local: up.
   API          http://$HTTP_ADDR   (try /v1/categories/1/stats, /openapi.yaml, /metrics)
@@ -303,7 +373,8 @@ run-local: up.
   Redis        cache $REDIS_URL
                lock  $LOCK_REDIS_URLS
   addresses    $RUN/env   (set -a; . $RUN/env; set +a)
-  Prometheus   http://$PROMETHEUS_ADDR   (if installed; scrapes the API and loadgen -metrics-addr 127.0.0.1:9102)
+  Prometheus   http://$PROMETHEUS_ADDR   (if installed; scrapes the API and loadgen -metrics-addr $LOADGEN_ADDR)
+  demo load    $demo
   logs         $RUN/api.log, $RUN/redis-*.log
   stop         make stop-local${RUN_DIR:+   (with RUN_DIR=$RUN)}
 EOT

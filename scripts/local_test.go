@@ -64,7 +64,7 @@ func TestLocalStartStop(t *testing.T) {
 	httpAddr := freeAddr(t)
 	dropDatabase(t, db)
 	env := append(os.Environ(), "RUN_DIR="+run, "DB_NAME="+db, "HTTP_ADDR="+httpAddr, "PROMETHEUS_ADDR="+freeAddr(t),
-		"SCALE=0.001", "ADMIN_TOKEN=t0k")
+		"SCALE=0.001", "ADMIN_TOKEN=t0k", "DEMO=0")
 	// build(n) changes the api binary with n: an -X of no variable still
 	// lands in the binary's build info.
 	build := func(n int) []string { return append(env, fmt.Sprintf("GOFLAGS=-ldflags=-X=main.localTestBuild=%d", n)) }
@@ -177,7 +177,7 @@ func TestLocalStartStop(t *testing.T) {
 func snapshot(t *testing.T) string {
 	t.Helper()
 	dst := t.TempDir()
-	for _, p := range []string{"go.mod", "go.sum", "cmd/api", "internal", "migrations", "scripts/local.sh", "deploy/prometheus.yml", "deploy/rules"} {
+	for _, p := range []string{"go.mod", "go.sum", "cmd/api", "cmd/loadgen", "internal", "migrations", "scripts/local.sh", "deploy/prometheus.yml", "deploy/rules"} {
 		from, to := filepath.Join("..", p), filepath.Join(dst, p)
 		fi, err := os.Stat(from)
 		if err != nil {
@@ -223,7 +223,7 @@ func script(t *testing.T, src string, env []string, arg string) string {
 // it, so that a failed test leaves nothing running.
 func stopAll(t *testing.T, src string, env []string, run string) {
 	var pids []int
-	for _, f := range []string{"api", "prometheus", "redis-cache", "redis-lock1", "redis-lock2", "redis-lock3"} {
+	for _, f := range []string{"api", "loadgen", "prometheus", "redis-cache", "redis-lock1", "redis-lock2", "redis-lock3"} {
 		if b, err := os.ReadFile(filepath.Join(run, f+".pid")); err == nil {
 			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 				pids = append(pids, pid)
@@ -239,7 +239,8 @@ func stopAll(t *testing.T, src string, env []string, run string) {
 	for _, pid := range pids {
 		if alive(pid) {
 			args, _ := exec.Command("ps", "-o", "args=", "-p", strconv.Itoa(pid)).Output()
-			if a := string(args); strings.HasPrefix(a, filepath.Join(run, "api")) || strings.Contains(a, "redis-server") || strings.Contains(a, "prometheus") {
+			if a := string(args); strings.HasPrefix(a, filepath.Join(run, "api")) || strings.HasPrefix(a, filepath.Join(run, "loadgen")) ||
+				strings.Contains(a, "redis-server") || strings.Contains(a, "prometheus") {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
