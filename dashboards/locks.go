@@ -101,17 +101,8 @@ func locks() boardSpec {
 			}},
 			{title: "Safety", panels: []panelSpec{
 				{
-					kind: kindTimeseries, title: "Watchdog extensions by result", unit: units.OpsPerSecond,
-					thresholds: okAlways(), w: 8, h: 8, needs: needsExtensions, noValue: "no extensions: watchdog off",
-					description: "Empty in this app: the reservation lock runs without a watchdog, because its critical " +
-						"section is far shorter than its TTL. Lock TTL extensions per second by result: ok, lost (the key " +
-						"was gone or had another owner), error (Redis unreachable, or no quorum). A service holding locks " +
-						"for long would see a steady \"ok\" rate here (one per held lock every TTL/3) and nothing else.",
-					targets: []target{{expr: onlyPositive(sumRate("name, result", "lockx_extensions_total")), legend: "{{name}} {{result}}"}},
-				},
-				{
 					kind: kindTimeseries, title: "Lost locks", unit: units.OpsPerSecond,
-					thresholds: anyIsBad(0.001), w: 8, h: 8, needs: needsLostLock, noValue: "0: no lock lost",
+					thresholds: anyIsBad(0.001), w: 12, h: 8, needs: needsLostLock, noValue: "0: no lock lost",
 					description: "Empty unless a lock is lost, e.g. with the holder-pause fault injection. Locks lost " +
 						"while held, per second. " + lostLockHelp + " Any line here should come with fenced " +
 						"reservations, not with oversold stock.",

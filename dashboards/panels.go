@@ -18,9 +18,8 @@ import (
 
 // The faults a panel can need before it shows data (panelSpec.needs).
 const (
-	needsRedisDown  = "redis_down" // cache Redis unavailable: stale/bypass serves, Redis errors
-	needsLostLock   = "lost_lock"  // a lock lost while held: lockx_lost_total, fenced reservations
-	needsExtensions = "extensions" // never in this app: the reservation lock runs without a watchdog
+	needsRedisDown = "redis_down" // cache Redis unavailable: stale/bypass serves, Redis errors
+	needsLostLock  = "lost_lock"  // a lock lost while held: lockx_lost_total, fenced reservations
 )
 
 // kind is the visualization of a panel.

@@ -18,9 +18,9 @@ type PanelQuery struct {
 	Dashboard, Panel, Expr string
 	// Needs is "" when the panel has data under normal load, else the fault
 	// that makes it non-empty: "redis_down" (the cache's Redis unavailable:
-	// stale and bypass serves, Redis errors), "lost_lock" (a lock lost while
-	// held: lockx_lost_total, fenced reservations) or "extensions" (never
-	// non-zero in this app: the reservation lock runs without a watchdog).
+	// stale and bypass serves, Redis errors) or "lost_lock" (a lock lost
+	// while held: lockx_lost_total, fenced reservations). A panel that no
+	// run of this app can fill is not on a dashboard.
 	Needs string
 }
 
