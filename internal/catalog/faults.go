@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,26 +32,24 @@ type Faults struct {
 	ReservationPausePercent int `json:"reservation_pause_percent"`
 }
 
-// Validate reports knobs out of range.
+// Validate reports knobs out of range: percentages 0..100, milliseconds
+// 0..60000.
 func (f Faults) Validate() error {
 	var errs []error
-	for name, p := range map[string]int{
-		"db_latency_percent": f.DBLatencyPercent, "cache_redis_down_percent": f.CacheRedisDownPercent,
-		"reservation_pause_percent": f.ReservationPausePercent,
-	} {
-		if p < 0 || p > 100 {
-			errs = append(errs, fmt.Errorf("%s must be within 0..100, got %d", name, p))
+	for name, v := range f.knobs() {
+		limit := 100
+		if strings.HasSuffix(name, "_ms") {
+			limit = 60_000
 		}
-	}
-	for name, ms := range map[string]int{"db_latency_ms": f.DBLatencyMS, "reservation_pause_ms": f.ReservationPauseMS} {
-		if ms < 0 || ms > 60_000 {
-			errs = append(errs, fmt.Errorf("%s must be within 0..60000, got %d", name, ms))
+		if v < 0 || v > limit {
+			errs = append(errs, fmt.Errorf("%s must be within 0..%d, got %d", name, limit, v))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// knobs are the Faults as catalog_fault_setting's knob label values.
+// knobs are the Faults by their JSON names (also catalog_fault_setting's
+// knob label values).
 func (f Faults) knobs() map[string]int {
 	return map[string]int{
 		"db_latency_ms": f.DBLatencyMS, "db_latency_percent": f.DBLatencyPercent,
