@@ -9,7 +9,7 @@ const hitResults = `result=~"hit|early_refresh|stale"`
 // hitRatio is (hit + early_refresh + stale) / all gets, grouped by by; a
 // group without gets in the window has no point, not NaN.
 func hitRatio(by string) string {
-	return sumRate(by, "cachex_gets_total", hitResults) + " / (" + sumRate(by, "cachex_gets_total") + " > 0)"
+	return sumRate(by, "cachex_gets_total", hitResults) + " / " + nonZero(sumRate(by, "cachex_gets_total"))
 }
 
 const (
@@ -155,7 +155,7 @@ func cache() boardSpec {
 // its title links to.
 func recomputesPerKey(link, linkTitle string) panelSpec {
 	ok := sumRate("cache", "cachex_recomputes_total", `status="ok"`)
-	stored := "(" + ok + " - " + sumRate("cache", "cachex_recomputes_discarded_total") + " > 0)"
+	stored := nonZero(ok + " - " + sumRate("cache", "cachex_recomputes_discarded_total"))
 	strategy := "topk by (cache) (1, max by (cache, strategy) (" + sel("cachex_strategy_info") + ") == 1)"
 	return panelSpec{
 		kind: kindTimeseries, title: "Recomputes per key per TTL window", unit: units.Short,

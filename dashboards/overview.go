@@ -43,8 +43,8 @@ func overview() boardSpec {
 					kind: kindTable, title: "Alerts now", unit: units.Short,
 					thresholds: okAlways(), w: 6, h: 9, needs: needsRedisDown, noValue: "No alert pending or firing",
 					description: "Empty while no alert is pending or firing. Prometheus's alerts that are pending or " +
-						"firing now (deploy/rules/alerts.yml), by severity. Each alert's runbook_url leads to its section of docs/runbooks.md: what it means, " +
-						"which panel to open, what to do. The demo fires StampedeRecomputeStorm at its ttl bursts on " +
+						"firing now (deploy/rules/alerts.yml), by severity. Each alert's runbook_url leads to its section " +
+						"of docs/runbooks.md: what it means, which panel to open, what to do. The demo fires StampedeRecomputeStorm at its ttl bursts on " +
 						"purpose; the fault calls of the text panel fire the others.",
 					targets: []target{{expr: "max by (alertname, alertstate, severity) (" + alertsSeries + ")", legend: "{{alertname}}"}},
 				},
@@ -174,7 +174,7 @@ of 200 requests/s on categories 1–3, switching *category_stats* to the next st
 
 **Minute by minute.** 0:00–2:20 steady load: hit ratio about 75%, one recompute per key per TTL window. 2:20 the
 first burst, under ttl: every reader that finds a hot key expired recomputes it, so *Recomputes per key per TTL
-window* jumps to 2–20, category_stats queries to ~25/s, the burst p99 to seconds, and StampedeRecomputeStorm fires
+window* jumps to 2–21, category_stats queries to ~25/s, the burst p99 to seconds, and StampedeRecomputeStorm fires
 (*Alerts now*). 5:20 the next burst, under xfetch: one early refresh per key per TTL, p99 a few ms, no alert. Then
 it alternates. Marks on the time axis: purple strategy switches, orange bursts, yellow fault-knob changes, blue
 demo pauses, red alerts.

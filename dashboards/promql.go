@@ -47,7 +47,7 @@ func quantile(q float64, by, hist string, matchers ...string) string {
 // missing: (num or den * 0) / (den > 0). Both are sums grouped by the same
 // labels; a group without traffic in the window has no point, not NaN.
 func ratioOrZero(num, den string) string {
-	return "(" + num + " or " + den + " * 0) / (" + den + " > 0)"
+	return "(" + num + " or " + den + " * 0) / " + nonZero(den)
 }
 
 // increaseOverRange is sum(increase(metric{...}[$__range])): events in the
@@ -60,3 +60,7 @@ func increaseOverRange(metric string, matchers ...string) string {
 // about faults is empty while nothing is wrong (the counters exist, at zero,
 // from the start).
 func onlyPositive(expr string) string { return expr + " > 0" }
+
+// nonZero is (expr > 0): as a divisor it leaves a gap where expr is 0, not
+// NaN.
+func nonZero(expr string) string { return "(" + onlyPositive(expr) + ")" }

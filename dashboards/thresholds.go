@@ -46,17 +46,17 @@ func thresholdsBuilder(steps []step) *dashboard.ThresholdsConfigBuilder {
 }
 
 // Recomputes per key per TTL window (recomputesPerKey): xfetch stays at 1;
-// the demo's ttl bursts measured recomputeStormText (docs/runbooks.md). The
+// the demo's ttl bursts measured recomputeStormText (README, the live demo). The
 // alert StampedeRecomputeStorm uses the same boundary as recomputeStormBad.
 const (
 	recomputeStormWarn = 1.1
 	recomputeStormBad  = 1.25
-	recomputeStormText = "4 to 20"
+	recomputeStormText = "2 to 21"
 )
 
 // Hit ratio boundaries: red below hitRatioLow (StampedeHitRatioCollapse's
 // threshold), green from hitRatioOK. The demo at rest measures about 75% over
-// all caches (docs/runbooks.md).
+// all caches (README, the live demo).
 const (
 	hitRatioLow = 0.5
 	hitRatioOK  = 0.7
