@@ -137,22 +137,32 @@ api_ours() {
 	[ "$args" = "$RUN/api" ] || { [ "$RUN" = "$root/.run" ] && [ "$args" = ".run/api" ]; }
 }
 
+# keep_running reports whether process $2, which this script started as $1,
+# runs what stamp $3 describes (binary checksum on its first line, then its
+# settings; recorded in $RUN/$1.stamp): then it is kept. Otherwise it is
+# stopped, for its caller to start a new one.
+keep_running() {
+	local name=$1 pid=$2 stamp=$3 old why
+	old=$(cat "$RUN/$name.stamp" 2>/dev/null || true)
+	if [ "$stamp" = "$old" ]; then
+		say "$name: already running (pid $pid), same binary and settings"
+		return 0
+	fi
+	why="its settings changed"
+	[ "$(head -n1 <<<"$stamp")" = "$(head -n1 <<<"$old")" ] || why="its binary changed"
+	say "$name: $why: restarting it"
+	end_process "$name" "$pid"
+	return 1
+}
+
 # start_api (re)starts the API unless the recorded one runs the binary just
 # built with the same settings.
 start_api() {
-	local pid stamp old why
+	local pid stamp
 	stamp=$(printf 'binary sha256 %s\n' "$(checksum "$RUN/api")"; cat "$RUN/env")
 	pid=$(cat "$RUN/api.pid" 2>/dev/null || true)
-	if [ -n "$pid" ] && api_ours "$pid"; then
-		old=$(cat "$RUN/api.stamp" 2>/dev/null || true)
-		if [ "$stamp" = "$old" ]; then
-			say "api: already running (pid $pid), same binary and settings"
-			return
-		fi
-		why="its settings changed"
-		[ "$(head -n1 <<<"$stamp")" = "$(head -n1 <<<"$old")" ] || why="its binary changed"
-		say "api: $why: restarting it"
-		end_process api "$pid"
+	if [ -n "$pid" ] && api_ours "$pid" && keep_running api "$pid" "$stamp"; then
+		return
 	fi
 	nohup "$RUN/api" >"$RUN/api.out" 2>"$RUN/api.log" &
 	pid=$!
@@ -274,13 +284,8 @@ start_loadgen() {
 	go build -o "$RUN/loadgen" ./cmd/loadgen
 	stamp=$(printf 'binary sha256 %s\n' "$(checksum "$RUN/loadgen")"; printf '%s\n' "${args[@]}"; cat "$RUN/env")
 	pid=$(cat "$RUN/loadgen.pid" 2>/dev/null || true)
-	if [ -n "$pid" ] && loadgen_ours "$pid"; then
-		if [ "$stamp" = "$(cat "$RUN/loadgen.stamp" 2>/dev/null || true)" ]; then
-			say "loadgen: already running (pid $pid), same binary and settings"
-			return
-		fi
-		say "loadgen: its binary or settings changed: restarting it"
-		end_process loadgen "$pid"
+	if [ -n "$pid" ] && loadgen_ours "$pid" && keep_running loadgen "$pid" "$stamp"; then
+		return
 	fi
 	if listening "${LOADGEN_ADDR##*:}" && [[ $LOADGEN_ADDR == 127.0.0.1:* ]]; then
 		say "loadgen: something else listens on $LOADGEN_ADDR: stop it or set LOADGEN_ADDR"
