@@ -15,6 +15,11 @@ type window struct{ from, to time.Time }
 // bursts), stampede (a long burst under ttl) and faults.
 type e2eWindows struct{ healthy, stampede, faults window }
 
+// byName returns the windows by the names expectedAlerts uses.
+func (w e2eWindows) byName() map[string]window {
+	return map[string]window{"healthy": w.healthy, "stampede": w.stampede, "faults": w.faults}
+}
+
 // e2eWarmUp is how long the demo runs before the healthy window opens: the
 // caches fill and the 1m rate windows cover the demo's traffic only.
 const e2eWarmUp = 20 * time.Second
@@ -38,7 +43,7 @@ var expectedAlerts = []struct{ alert, window, state string }{
 // checkAlerts checks expectedAlerts against Prometheus's ALERTS series, and
 // that every alert of the rules has an expectation.
 func checkAlerts(t *testing.T, root, prom string, w e2eWindows) {
-	windows := map[string]window{"healthy": w.healthy, "stampede": w.stampede, "faults": w.faults}
+	windows := w.byName()
 	expected := map[string]bool{}
 	for _, e := range expectedAlerts {
 		expected[e.alert] = true
@@ -72,7 +77,7 @@ func checkAlerts(t *testing.T, root, prom string, w e2eWindows) {
 // seen says in which window and state an alert was seen, for failures.
 func seen(t *testing.T, prom, alert string, w e2eWindows) string {
 	var out []string
-	for name, win := range map[string]window{"healthy": w.healthy, "stampede": w.stampede, "faults": w.faults} {
+	for name, win := range w.byName() {
 		for _, s := range rangeQuery(t, prom, fmt.Sprintf(`ALERTS{alertname=%q}`, alert), win.from, win.to) {
 			out = append(out, s.Metric["alertstate"]+" in "+name)
 		}

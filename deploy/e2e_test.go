@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -75,7 +74,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("api seed: %v\n%s", err, out)
 	}
 
-	apis := []string{freeAddr(t), freeAddr(t)}
+	apis := []string{testenv.FreeAddr(t), testenv.FreeAddr(t)}
 	var procs []*process
 	for i, addr := range apis {
 		procs = append(procs, startProcess(t, fmt.Sprintf("api-%d", i+1), api, nil, append(env, "HTTP_ADDR="+addr)))
@@ -83,7 +82,7 @@ func TestEndToEnd(t *testing.T) {
 	for _, addr := range apis {
 		waitHTTP(t, "http://"+addr+"/readyz", 20*time.Second)
 	}
-	lgAddr := freeAddr(t)
+	lgAddr := testenv.FreeAddr(t)
 	demo := func(name, phases string, burstEvery, burstFor time.Duration, burstRate int) *process {
 		p := startProcess(t, name, loadgen, []string{
 			"-target", "http://" + apis[0] + ",http://" + apis[1], "-metrics-addr", lgAddr, "-admin-token", e2eToken,
@@ -95,7 +94,7 @@ func TestEndToEnd(t *testing.T) {
 		return p
 	}
 
-	promAddr := freeAddr(t)
+	promAddr := testenv.FreeAddr(t)
 	cfg := prometheusConfig(t, root, map[string][]string{"api": apis, "loadgen": {lgAddr}})
 	startProcess(t, "prometheus", promBin, []string{
 		"--config.file=" + cfg, "--storage.tsdb.path=" + t.TempDir(), "--web.listen-address=" + promAddr,
@@ -402,17 +401,6 @@ func expectOK(t *testing.T, req *http.Request) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("%s %s: %s", req.Method, req.URL, resp.Status)
 	}
-}
-
-// freeAddr returns a loopback address nobody listens on right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // waitHTTP polls url until it answers 200.

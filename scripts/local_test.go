@@ -29,6 +29,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-lab/stampede/internal/testenv"
 )
 
 // server is a process the script recorded.
@@ -61,9 +63,9 @@ func TestLocalStartStop(t *testing.T) {
 	src := snapshot(t)
 	run := t.TempDir()
 	db := "stampede_localsh_" + randomHex(t)
-	httpAddr := freeAddr(t)
+	httpAddr := testenv.FreeAddr(t)
 	dropDatabase(t, db)
-	env := append(os.Environ(), "RUN_DIR="+run, "DB_NAME="+db, "HTTP_ADDR="+httpAddr, "PROMETHEUS_ADDR="+freeAddr(t),
+	env := append(os.Environ(), "RUN_DIR="+run, "DB_NAME="+db, "HTTP_ADDR="+httpAddr, "PROMETHEUS_ADDR="+testenv.FreeAddr(t),
 		"SCALE=0.001", "ADMIN_TOKEN=t0k", "DEMO=0")
 	// build(n) changes the api binary with n: an -X of no variable still
 	// lands in the binary's build info.
@@ -382,17 +384,6 @@ func readInt(t *testing.T, path string) int {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return n
-}
-
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // randomHex returns 12 random hex digits.

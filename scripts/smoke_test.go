@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stampede-lab/stampede/internal/testenv"
 )
 
 // TestSmokeRunLocal runs scripts/smoke.sh (without its Grafana checks)
@@ -31,7 +33,7 @@ func TestSmokeRunLocal(t *testing.T) {
 	src := snapshot(t)
 	run := t.TempDir()
 	db := "stampede_smoke_" + randomHex(t)
-	httpAddr, promAddr, loadgenAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	httpAddr, promAddr, loadgenAddr := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
 	dropDatabase(t, db)
 	env := append(os.Environ(), "RUN_DIR="+run, "DB_NAME="+db, "HTTP_ADDR="+httpAddr, "PROMETHEUS_ADDR="+promAddr,
 		"LOADGEN_ADDR="+loadgenAddr, "DEMO=1", "SCALE=0.001", "ADMIN_TOKEN=t0k")
@@ -59,7 +61,7 @@ func TestSmokeRunLocal(t *testing.T) {
 	}
 
 	// Nothing serves this address: the load generator check fails.
-	out, err = smoke(t, append(smokeEnv, "LOADGEN_URL=http://"+freeAddr(t), "SMOKE_TIMEOUT=2"))
+	out, err = smoke(t, append(smokeEnv, "LOADGEN_URL=http://"+testenv.FreeAddr(t), "SMOKE_TIMEOUT=2"))
 	if err == nil || !strings.Contains(out, "FAIL: load generator") || strings.Contains(out, "passed") {
 		t.Errorf("smoke.sh against a load generator URL that answers nothing: err %v, want a FAIL of the load generator check:\n%s", err, out)
 	}

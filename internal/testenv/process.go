@@ -201,6 +201,17 @@ func (p *redisProcess) close() {
 	_ = p.kill(context.Background())
 }
 
+// FreeAddr returns a loopback host:port that nobody listened on a moment
+// ago, for a server the test starts itself.
+func FreeAddr(tb TB) string {
+	tb.Helper()
+	port, err := freePort(false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
+
 // freePort returns a loopback TCP port that was free a moment ago. With
 // clusterBus it also checks port+10000, which Redis Cluster uses for its bus.
 func freePort(clusterBus bool) (int, error) {

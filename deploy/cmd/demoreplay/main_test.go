@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/prometheus/prometheus/promql/parser"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/stampede-lab/stampede/internal/testenv"
 )
 
 const rulesPath = "../../rules/alerts.yml"
@@ -170,7 +171,7 @@ func TestDemoReplay(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 5s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	cmd := exec.Command(prom, "--config.file="+cfg, "--storage.tsdb.path="+data,
 		"--web.listen-address="+addr, "--log.level=warn")
 	logs, err := os.Create(filepath.Join(dir, "prometheus.log"))
@@ -249,16 +250,6 @@ func TestRunRefusesBadExpectations(t *testing.T) {
 			t.Errorf("-expect %q: exit %d, %q; want a refusal", e, rc, stderr.String())
 		}
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func waitReady(t *testing.T, url, logFile string) {

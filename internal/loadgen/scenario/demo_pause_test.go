@@ -17,6 +17,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stampede-lab/stampede/internal/loadgen/scrape"
+
+	"github.com/stampede-lab/stampede/internal/testenv"
 )
 
 // failEveryOtherCancel is a reverse proxy to target that answers every
@@ -111,7 +113,7 @@ func TestDemoPausesResumesAndLeavesNoHolds(t *testing.T) {
 	}
 	api, db := startTestAPI(t, testAPI{adminToken: "t"})
 	proxy := failEveryOtherCancel(t, api)
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout, stderr bytes.Buffer

@@ -5,24 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-)
 
-// freeAddr returns a loopback address nobody listens on right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
+	"github.com/stampede-lab/stampede/internal/testenv"
+)
 
 // TestDemo runs the endless mix for a few seconds against two "replicas"
 // (the same API twice, as compose runs two): while it runs, loadgen's own
@@ -33,7 +22,7 @@ func TestDemo(t *testing.T) {
 		t.Skip("integration test: real Postgres and Redis, a few seconds of load")
 	}
 	url, _ := startTestAPI(t, testAPI{adminToken: "t"})
-	metricsAddr := freeAddr(t)
+	metricsAddr := testenv.FreeAddr(t)
 	var stdout, stderr bytes.Buffer
 	args := []string{
 		"-target", url + "," + url, "-admin-token", "t", "-metrics-addr", metricsAddr,
