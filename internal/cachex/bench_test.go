@@ -206,7 +206,12 @@ func runSeq(b *testing.B, nkeys int, body benchBody) {
 }
 
 func runParallel(b *testing.B, nkeys int, body benchBody) {
-	b.SetParallelism(benchParallelism)
+	runParallelN(b, benchParallelism, nkeys, body)
+}
+
+// runParallelN runs body on parallelism × GOMAXPROCS goroutines.
+func runParallelN(b *testing.B, parallelism, nkeys int, body benchBody) {
+	b.SetParallelism(parallelism)
 	var seed atomic.Uint64
 	var failed atomic.Pointer[error]
 	b.RunParallel(func(pb *testing.PB) {

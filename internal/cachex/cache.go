@@ -18,7 +18,7 @@ import (
 // Cache is a read-through cache of values of type V in Redis. It is safe for
 // concurrent use. Create it with New and stop it with Close.
 type Cache[V any] struct {
-	rdb     redis.UniversalClient
+	conn    conn
 	codec   Codec[V]
 	opts    Options
 	m       *metrics
@@ -37,6 +37,7 @@ type Cache[V any] struct {
 	slots       chan struct{} // background refresh slots
 	loading     chan struct{} // loader call slots (MaxLoads)
 	bounded     bool          // the client's own timeouts are within Options.Timeout
+	reused      *reuse[V]     // Options.ReuseDecoded; nil when off
 
 	base   context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -65,12 +66,16 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache
 	if err != nil {
 		return nil, fmt.Errorf("cachex: %s: %w", opts.Name, err)
 	}
+	cn, err := newConn(rdb)
+	if err != nil {
+		return nil, fmt.Errorf("cachex: %s: %w", opts.Name, err)
+	}
 	m, err := newMetrics(opts.Registerer, opts.Name)
 	if err != nil {
 		return nil, err
 	}
 	c := &Cache[V]{
-		rdb:        rdb,
+		conn:       cn,
 		codec:      codec,
 		opts:       opts,
 		m:          m,
@@ -81,6 +86,7 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache
 		loading:    make(chan struct{}, opts.MaxLoads),
 		versions:   keyVersions(opts.Version),
 		bounded:    bounded,
+		reused:     newReuse[V](opts.ReuseDecoded),
 	}
 	c.invalidated = []string{c.versions}
 	for _, v := range opts.InvalidateVersions {

@@ -3,6 +3,8 @@ package cachex
 import (
 	"context"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // now is the cache's estimate of the Redis server's clock (Options.Now plus
@@ -21,10 +23,11 @@ func (c *Cache[V]) syncClock(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	sent := c.opts.Now()
-	server, err := c.rdb.Time(ctx).Result()
-	if err != nil {
+	cmd := redis.NewTimeCmd(ctx, "time")
+	if err := c.conn.do(ctx, cmd); err != nil {
 		return
 	}
+	server := cmd.Val()
 	received := c.opts.Now()
 	mid := sent.Add(received.Sub(sent) / 2)
 	c.offset.Store(int64(server.Sub(mid).Round(time.Millisecond))) // envelopes keep milliseconds

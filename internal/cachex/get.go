@@ -57,7 +57,7 @@ func (c *Cache[V]) lookup(ctx context.Context, rk string) (e entry, v V, found, 
 	var raw string
 	err = c.redisCall(ctx, "get", func(ctx context.Context) error {
 		var err error
-		raw, err = c.rdb.Get(ctx, rk).Result()
+		raw, err = c.conn.get(ctx, rk)
 		return err
 	})
 	switch {
@@ -71,12 +71,16 @@ func (c *Cache[V]) lookup(ctx context.Context, rk string) (e entry, v V, found, 
 	default: // an error reply, e.g. WRONGTYPE: a foreign key, overwritten below
 		return entry{foreign: true}, v, false, false, nil
 	}
+	if e, v, ok := c.reused.get(rk, raw); ok {
+		return e, v, true, false, nil
+	}
 	if e, err = decodeEntry(bytesOf(raw)); err == nil {
 		e.raw = raw
 		if e.tombstone { // invalidated: a miss
 			return e, v, false, false, nil
 		}
 		if v, err = c.decode(e); err == nil || errors.Is(err, ErrNotFound) {
+			c.reused.put(rk, raw, e, v)
 			return e, v, true, false, nil
 		}
 	}
@@ -291,8 +295,10 @@ func (c *Cache[V]) lock(ctx context.Context, rk, token, seen string) (int, error
 	}
 	var state int64
 	err := c.redisCall(ctx, "lock", func(ctx context.Context) error {
-		var err error
-		state, err = c.scripts.lock.Run(ctx, c.rdb, []string{rk, lockKey(rk)}, token, c.opts.LoadTimeout.Milliseconds(), seen).Int64()
+		cmd, err := c.conn.run(ctx, c.scripts.lock, []string{rk, lockKey(rk)}, token, c.opts.LoadTimeout.Milliseconds(), seen)
+		if err == nil {
+			state, err = cmd.Int64()
+		}
 		return err
 	})
 	return int(state), err
@@ -306,7 +312,8 @@ func (c *Cache[V]) unlock(rk, token string) {
 	// Not under c.base: a lock must be released also when Close cancelled
 	// the recompute that held it.
 	_ = c.redisCall(context.Background(), "unlock", func(ctx context.Context) error {
-		return c.scripts.unlock.Run(ctx, c.rdb, []string{lockKey(rk)}, token).Err()
+		_, err := c.conn.run(ctx, c.scripts.unlock, []string{lockKey(rk)}, token)
+		return err
 	})
 }
 
@@ -334,12 +341,13 @@ func (c *Cache[V]) store(ctx context.Context, rk, token, seen string, v V, loadE
 	// caller's context ended meanwhile, or Close cancelled the recompute.
 	var cmd *redis.Cmd
 	err := c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
+		var err error
 		if token != "" {
-			cmd = c.scripts.finish.Run(ctx, c.rdb, []string{rk, lockKey(rk)}, token, payload, keep.Milliseconds())
+			cmd, err = c.conn.run(ctx, c.scripts.finish, []string{rk, lockKey(rk)}, token, payload, keep.Milliseconds())
 		} else {
-			cmd = c.scripts.put.Run(ctx, c.rdb, []string{rk}, seen, payload, keep.Milliseconds())
+			cmd, err = c.conn.run(ctx, c.scripts.put, []string{rk}, seen, payload, keep.Milliseconds())
 		}
-		return cmd.Err()
+		return err
 	})
 	if err == nil {
 		c.countDiscarded(cmd)

@@ -23,7 +23,7 @@ func (c *Cache[V]) Invalidate(ctx context.Context, keys ...string) error {
 	keep := c.opts.TTL + c.opts.Grace + c.opts.LoadTimeout + c.opts.Timeout
 	tomb := tombstone(c.now())
 	err := c.redisCall(ctx, "del", func(ctx context.Context) error {
-		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		return c.conn.pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
 				base := "{" + c.opts.Prefix + k + "}"
 				for _, versions := range c.invalidated {
@@ -34,7 +34,6 @@ func (c *Cache[V]) Invalidate(ctx context.Context, keys ...string) error {
 			}
 			return nil
 		})
-		return err
 	})
 	for _, k := range keys {
 		c.loads.forget(k)

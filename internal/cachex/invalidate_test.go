@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-lab/stampede/internal/testenv"
@@ -46,25 +47,39 @@ func (s *source) loadMany(ctx context.Context, keys []string) (map[string]string
 	return out, err
 }
 
-// changeBeforeLock invalidates the key just before the first lock call.
+// changeBeforeLock invalidates the key just before the first lock call,
+// through inv: a cache of its own over a plain client, since a hook cannot
+// wait for commands of the batch it runs in (an AutoPipeliner's).
 type changeBeforeLock struct {
-	c    *Cache[string]
+	inv  *Cache[string]
 	done atomic.Bool
 }
 
 func (h *changeBeforeLock) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *changeBeforeLock) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (h *changeBeforeLock) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if isLock(cmd) && h.done.CompareAndSwap(false, true) {
-			if err := h.c.Invalidate(ctx, "k"); err != nil {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if err := h.before(ctx, cmd); err != nil {
 				return err
 			}
 		}
+		return next(ctx, cmds)
+	}
+}
+func (h *changeBeforeLock) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := h.before(ctx, cmd); err != nil {
+			return err
+		}
 		return next(ctx, cmd)
 	}
+}
+
+func (h *changeBeforeLock) before(ctx context.Context, cmd redis.Cmder) error {
+	if isLock(cmd) && h.done.CompareAndSwap(false, true) {
+		return h.inv.Invalidate(ctx, "k")
+	}
+	return nil
 }
 
 // A load that started before Invalidate never lands after it, on any path:
@@ -96,7 +111,14 @@ func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
 			// Between the read and the lock call the key changes (another
 			// writer's Invalidate): the lock script answers "changed", the
 			// re-read finds nothing fresh, and the load runs without the lock.
-			rdb.(*redis.Client).AddHook(&changeBeforeLock{c: c})
+			opts := c.opts
+			opts.Registerer = prometheus.NewRegistry()
+			inv, err := New(client(t, single), JSON[string]{}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(inv.Close)
+			rdb.(*redis.Client).AddHook(&changeBeforeLock{inv: inv})
 		}},
 		"get under ttl":               {opts: Options{Strategy: TTL}},
 		"batch":                       {opts: Options{}},

@@ -128,6 +128,11 @@ func (c *Cache[V]) readMany(ctx context.Context, keys []string) (entries []entry
 			continue
 		}
 		entries[i].raw = s // a miss, a tombstone or a corrupt entry keeps its identity
+		if e, v, ok := c.reused.get(rks[i], s); ok {
+			e.found = true
+			entries[i], values[i] = e, v
+			continue
+		}
 		e, err := decodeEntry(bytesOf(s))
 		if err == nil && e.tombstone {
 			continue
@@ -141,6 +146,7 @@ func (c *Cache[V]) readMany(ctx context.Context, keys []string) (entries []entry
 		}
 		e.found, e.raw = true, s
 		entries[i] = e
+		c.reused.put(rks[i], s, e, values[i])
 	}
 	return entries, values, false, nil
 }
@@ -150,18 +156,18 @@ func (c *Cache[V]) readMany(ctx context.Context, keys []string) (entries []entry
 const mgetBatch = 500
 
 // fetch reads rks in one round trip per node: MGETs of at most mgetBatch
-// keys (pipelined when there are more) on one server, pipelined GETs on a
-// cluster (no cross-slot command). A missing key is a nil; the error is the
-// first that is not a missing key, so a node that cannot be reached is never
-// hidden behind another's miss.
+// keys (pipelined when there are more) on one server, GETs on a cluster (no
+// cross-slot command) or an AutoPipeliner (whose batches serve either). A
+// missing key is a nil; the error is the first that is not a missing key, so
+// a node that cannot be reached is never hidden behind another's miss.
 func (c *Cache[V]) fetch(ctx context.Context, rks []string) ([]any, error) {
-	if single, ok := c.rdb.(*redis.Client); ok && len(rks) <= mgetBatch {
+	single, ok := c.conn.rdb.(*redis.Client)
+	if ok && len(rks) <= mgetBatch {
 		return single.MGet(ctx, rks...).Result()
 	}
-	_, single := c.rdb.(*redis.Client)
 	var cmds []redis.Cmder
-	_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		if single {
+	err := c.conn.pipelined(ctx, func(p redis.Pipeliner) error {
+		if ok {
 			for at := 0; at < len(rks); at += mgetBatch {
 				cmds = append(cmds, p.MGet(ctx, rks[at:min(at+mgetBatch, len(rks))]...))
 			}
@@ -172,6 +178,9 @@ func (c *Cache[V]) fetch(ctx context.Context, rks []string) ([]any, error) {
 		}
 		return nil
 	})
+	if abandoned(err) {
+		return nil, err
+	}
 	raws := make([]any, 0, len(rks))
 	for _, cmd := range cmds {
 		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
@@ -397,8 +406,8 @@ func (c *Cache[V]) storeMany(ctx context.Context, keys []string, vals map[string
 		return
 	}
 	puts := make([]*redis.Cmd, 0, len(keys))
-	_ = c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
-		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	err := c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
+		return c.conn.pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
 				v, found := vals[k]
 				var payload []byte
@@ -413,9 +422,10 @@ func (c *Cache[V]) storeMany(ctx context.Context, keys []string, vals map[string
 			}
 			return nil
 		})
-		return err
 	})
-	c.countDiscarded(puts...)
+	if !abandoned(err) {
+		c.countDiscarded(puts...)
+	}
 }
 
 // refreshManyAsync refreshes keys early in the background: one lock per key
@@ -434,7 +444,7 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 	token := newToken() // one token for the batch: each lock is still per key
 	locks := make([]*redis.Cmd, len(keys))
 	err := c.redisCall(ctx, "lock", func(ctx context.Context) error {
-		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		err := c.conn.pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, k := range keys {
 				rk := c.redisKey(k)
 				locks[i] = c.scripts.lock.Eval(ctx, p, []string{rk, lockKey(rk)}, token, c.opts.LoadTimeout.Milliseconds(), seen[k].identity())
@@ -476,8 +486,8 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 		c.countRecomputes(reasonEarly, len(mine), err)
 	}
 	var finishes []*redis.Cmd
-	_ = c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
-		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	werr := c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
+		return c.conn.pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range mine {
 				rk := c.redisKey(k)
 				if err != nil { // release; keep serving the current values
@@ -497,9 +507,10 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 			}
 			return nil
 		})
-		return err
 	})
-	c.countDiscarded(finishes...)
+	if !abandoned(werr) {
+		c.countDiscarded(finishes...)
+	}
 }
 
 // unique returns keys without repeats, in first-seen order.

@@ -101,6 +101,17 @@ type Options struct {
 	// cached.
 	NegativeTTL time.Duration
 
+	// ReuseDecoded, when positive, keeps the value last decoded for up to
+	// this many keys (a slot per key, chosen by hash): a hit whose envelope
+	// is byte for byte the one decoded then returns that value without
+	// running the codec. A changed, refreshed or invalidated entry is a
+	// different envelope, so it is never served from there. The value is
+	// shared by every such hit: callers must treat it as immutable (no
+	// writes through its pointers, maps or slices). Memory: at most
+	// ReuseDecoded envelopes of up to 64 KiB each, plus their values.
+	// Default 0: off. docs/cachex.md#reusing-decoded-values.
+	ReuseDecoded int
+
 	// BreakerFailures is how many Redis failures in a row open the breaker;
 	// while open the cache bypasses Redis. Default 5.
 	BreakerFailures int
@@ -148,8 +159,8 @@ func (o Options) withDefaults() (Options, error) {
 	if strings.ContainsAny(o.Name+o.Prefix+o.Version+strings.Join(o.InvalidateVersions, ""), "{}") {
 		return o, fmt.Errorf("cachex: %s: Name, Prefix and versions must not contain { or }: keys put the hash tag around them", o.Name)
 	}
-	if o.Beta < 0 || o.Grace < 0 || o.Timeout < 0 || o.LeaseWait < 0 || o.NegativeTTL < 0 {
-		return o, fmt.Errorf("cachex: %s: negative Beta, Grace, Timeout, LeaseWait or NegativeTTL", o.Name)
+	if o.Beta < 0 || o.Grace < 0 || o.Timeout < 0 || o.LeaseWait < 0 || o.NegativeTTL < 0 || o.ReuseDecoded < 0 {
+		return o, fmt.Errorf("cachex: %s: negative Beta, Grace, Timeout, LeaseWait, NegativeTTL or ReuseDecoded", o.Name)
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {

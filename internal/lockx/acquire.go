@@ -7,8 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Acquire takes the lock on resource, retrying with jittered backoff (woken
@@ -176,11 +174,11 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	a.tried = time.Now()
 	deadline := a.tried.Add(l.opts.Timeout)
 	ttl, queue := l.opts.TTL.Milliseconds(), time.Until(a.deadline)
-	got, rest := l.round(ctx, idle, deadline, func(ctx context.Context, n redis.UniversalClient) (int64, error) {
+	got, rest := l.round(ctx, idle, deadline, func(ctx context.Context, n node) (int64, error) {
 		if l.opts.HandOver && queue > 0 {
-			return l.scripts.queuedAcquire.Run(ctx, n, queueKeys(a.key), a.holder, ttl, max(queue.Milliseconds(), 1), fenceExpiry(l.opts.TTL)).Int64()
+			return n.run(ctx, l.scripts.queuedAcquire, queueKeys(a.key), a.holder, ttl, max(queue.Milliseconds(), 1), fenceExpiry(l.opts.TTL))
 		}
-		return l.scripts.acquire.Run(ctx, n, []string{a.key, fenceKey(a.key)}, a.holder, ttl, fenceExpiry(l.opts.TTL)).Int64()
+		return n.run(ctx, l.scripts.acquire, []string{a.key, fenceKey(a.key)}, a.holder, ttl, fenceExpiry(l.opts.TTL))
 	}, func(got []reply, pending int) bool {
 		won, _ := count(got)
 		return won >= l.quorum || won+pending < l.quorum
@@ -297,8 +295,8 @@ func (l *Locker) handedOver(ctx context.Context, key, holder string, token int64
 		return lk
 	}
 	sent := time.Now()
-	ok, err := l.call(ctx, 0, func(ctx context.Context, n redis.UniversalClient) (int64, error) {
-		return l.scripts.extend.Run(ctx, n, []string{key}, holder, l.opts.TTL.Milliseconds()).Int64()
+	ok, err := l.call(ctx, 0, func(ctx context.Context, n node) (int64, error) {
+		return n.run(ctx, l.scripts.extend, []string{key}, holder, l.opts.TTL.Milliseconds())
 	})
 	if err != nil || ok != 1 {
 		return nil // gone, or unknown: the caller's next attempt (or leave) settles it
@@ -350,8 +348,8 @@ func (l *Locker) fence(ctx context.Context, key string, got []reply, deadline ti
 	if len(lower) == 0 {
 		return token, false
 	}
-	raised, rest := l.round(ctx, lower, deadline, func(ctx context.Context, n redis.UniversalClient) (int64, error) {
-		return l.scripts.raise.Run(ctx, n, []string{fenceKey(key)}, token, fenceExpiry(l.opts.TTL)).Int64()
+	raised, rest := l.round(ctx, lower, deadline, func(ctx context.Context, n node) (int64, error) {
+		return n.run(ctx, l.scripts.raise, []string{fenceKey(key)}, token, fenceExpiry(l.opts.TTL))
 	}, func(got []reply, pending int) bool {
 		ok := atLeast + raisedTo(got, token)
 		return ok >= l.quorum || ok+pending < l.quorum

@@ -27,9 +27,11 @@ func clients(t testing.TB, nodes ...*testenv.RedisNode) []redis.UniversalClient 
 	return out
 }
 
-// newLocker returns a Locker on its own registry, closed at the end.
+// newLocker returns a Locker on its own registry, closed at the end. Under
+// TestOverAutoPipeliner it is built over the nodes' AutoPipeliners instead.
 func newLocker(t testing.TB, nodes []redis.UniversalClient, opts Options) (*Locker, *prometheus.Registry) {
 	t.Helper()
+	nodes = overKind(t, nodes)
 	reg := prometheus.NewRegistry()
 	if opts.Registerer == nil {
 		opts.Registerer = reg
@@ -63,8 +65,33 @@ func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 type scriptHook func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error
 
 func (h scriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessPipelineHook gives the hook the script calls of a pipeline (an
+// AutoPipeliner's batches are pipelines), each sent on its own.
 func (h scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var rest []redis.Cmder
+		var first error
+		for _, cmd := range cmds {
+			if n := cmd.Name(); n != "evalsha" && n != "eval" {
+				rest = append(rest, cmd)
+				continue
+			}
+			err := h(ctx, cmd, func(ctx context.Context, cmd redis.Cmder) error { return next(ctx, []redis.Cmder{cmd}) })
+			if err != nil && cmd.Err() == nil {
+				cmd.SetErr(err)
+			}
+			if first == nil {
+				first = err
+			}
+		}
+		if len(rest) > 0 {
+			if err := next(ctx, rest); first == nil {
+				first = err
+			}
+		}
+		return first
+	}
 }
 func (h scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {

@@ -15,7 +15,7 @@ import (
 // independent servers, on a Redlock quorum of them. It is safe for
 // concurrent use.
 type Locker struct {
-	nodes   []redis.UniversalClient
+	nodes   []node
 	all     []int // the indexes of nodes
 	quorum  int
 	opts    Options
@@ -47,11 +47,15 @@ func New(nodes []redis.UniversalClient, opts Options) (*Locker, error) {
 		return nil, fmt.Errorf("lockx: %s: HandOver needs a single server (a quorum cannot agree on whom to hand a lock)", opts.Name)
 	}
 	all := make([]int, len(nodes))
+	conns := make([]node, len(nodes))
 	for i, n := range nodes {
 		if n == nil {
 			return nil, fmt.Errorf("lockx: %s: client %d is nil", opts.Name, i)
 		}
 		if err := checkDeadlines(n); err != nil {
+			return nil, fmt.Errorf("lockx: %s: client %d: %w", opts.Name, i, err)
+		}
+		if conns[i], err = newNode(n); err != nil {
 			return nil, fmt.Errorf("lockx: %s: client %d: %w", opts.Name, i, err)
 		}
 		all[i] = i
@@ -61,7 +65,7 @@ func New(nodes []redis.UniversalClient, opts Options) (*Locker, error) {
 		return nil, err
 	}
 	return &Locker{
-		nodes:   nodes,
+		nodes:   conns,
 		all:     all,
 		quorum:  len(nodes)/2 + 1,
 		opts:    opts,
@@ -102,11 +106,11 @@ func (l *Locker) releaseOn(ctx context.Context, key, holder string, i int) (int6
 
 // releaseCall is the release script for holder.
 func (l *Locker) releaseCall(key, holder string) nodeCall {
-	return func(ctx context.Context, n redis.UniversalClient) (int64, error) {
+	return func(ctx context.Context, n node) (int64, error) {
 		if l.opts.HandOver {
-			return l.scripts.grant.Run(ctx, n, queueKeys(key), holder, channel(key), l.opts.TTL.Milliseconds(), fenceExpiry(l.opts.TTL)).Int64()
+			return n.run(ctx, l.scripts.grant, queueKeys(key), holder, channel(key), l.opts.TTL.Milliseconds(), fenceExpiry(l.opts.TTL))
 		}
-		return l.scripts.release.Run(ctx, n, []string{key}, holder, channel(key)).Int64()
+		return n.run(ctx, l.scripts.release, []string{key}, holder, channel(key))
 	}
 }
 

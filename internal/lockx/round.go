@@ -9,7 +9,7 @@ import (
 )
 
 // nodeCall is one script call on one server.
-type nodeCall func(ctx context.Context, rdb redis.UniversalClient) (int64, error)
+type nodeCall func(ctx context.Context, rdb node) (int64, error)
 
 // reply is one server's answer to a call.
 type reply struct {

@@ -1,0 +1,86 @@
+package cachex
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// benchAPParallelism makes 32 goroutines on 2 CPUs: enough callers at once
+// for an AutoPipeliner to batch.
+const benchAPParallelism = 16
+
+// BenchmarkGetJSONAutoPipelined puts a JSON hit side by side over both kinds
+// of client, in one run: raw (GET + json.Unmarshal) and cachex over the plain
+// client, the same over its AutoPipeliner, and cachex over the AutoPipeliner
+// with ReuseDecoded. Goals (docs/benchmarks.md): cachex-ap within 1.10x of
+// raw-ap; cachex-ap-reuse at most 0.25x raw, in parallel.
+func BenchmarkGetJSONAutoPipelined(b *testing.B) {
+	env := newBenchEnv(b, benchKeys)
+	ap, err := env.rdb.AutoPipeline()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var calls atomic.Int64
+	product := func(i int) benchProduct { return newBenchProduct(int64(i)) }
+	cache := func(rdb redis.UniversalClient, reuse int) (*Cache[benchProduct], func(context.Context) (benchProduct, error)) {
+		c, _ := newCache(b, rdb, JSON[benchProduct]{}, Options{Name: "bench", TTL: benchTTL, ReuseDecoded: reuse})
+		return c, prefill(b, c, env.keys, product, &calls)
+	}
+	plain, loadPlain := cache(env.rdb, 0)
+	viaAP, loadAP := cache(ap, 0)
+	reused, loadReused := cache(ap, 2*benchKeys)
+
+	raw := func(get func(ctx context.Context, key string) ([]byte, error)) benchBody {
+		return func(ctx context.Context, i int) error {
+			data, err := get(ctx, env.rawKeys[i])
+			if err != nil {
+				return err
+			}
+			var p benchProduct
+			if err := json.Unmarshal(data, &p); err != nil {
+				return err
+			}
+			if p.ID != int64(i) {
+				return fmt.Errorf("raw %s: got product %d", env.rawKeys[i], p.ID)
+			}
+			return nil
+		}
+	}
+	hit := func(c *Cache[benchProduct], load func(context.Context) (benchProduct, error)) benchBody {
+		return func(ctx context.Context, i int) error {
+			p, err := c.Get(ctx, env.keys[i], load)
+			if err == nil && p.ID != int64(i) {
+				err = fmt.Errorf("cachex %s: got product %d", env.keys[i], p.ID)
+			}
+			return err
+		}
+	}
+	sides := []struct {
+		name string
+		body benchBody
+	}{
+		{"raw", raw(func(ctx context.Context, k string) ([]byte, error) { return env.rdb.Get(ctx, k).Bytes() })},
+		{"cachex", hit(plain, loadPlain)},
+		{"raw-ap", raw(func(ctx context.Context, k string) ([]byte, error) { return ap.Get(ctx, k).Bytes() })},
+		{"cachex-ap", hit(viaAP, loadAP)},
+		{"cachex-ap-reuse", hit(reused, loadReused)},
+	}
+	for _, mode := range []string{"seq", "parallel"} {
+		for _, side := range sides {
+			b.Run(side.name+"/"+mode, func(b *testing.B) {
+				b.ReportAllocs()
+				if mode == "seq" {
+					runSeq(b, benchKeys, side.body)
+					return
+				}
+				runParallelN(b, benchAPParallelism, benchKeys, side.body)
+			})
+		}
+	}
+	assertNoLoads(b, &calls, 0)
+}
