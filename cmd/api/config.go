@@ -30,6 +30,8 @@ type config struct {
 	drain         time.Duration
 	scale         float64
 	healthURL     string
+	autoPipeline  bool
+	reuseDecoded  int
 }
 
 // command is one subcommand of the api, for the help text.
@@ -104,6 +106,9 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (s
 	fs.DurationVar(&c.sweepEvery, "sweep-every", 10*time.Second, "how often expired reservations are swept and their units given back")
 	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	fs.StringVar(&format, "log-format", env("LOG_FORMAT", "text"), "text or json (env LOG_FORMAT)")
+	fs.BoolVar(&c.autoPipeline, "redis-autopipeline", envBool("REDIS_AUTOPIPELINE", true), "send the caches' and the lock's Redis commands through go-redis's AutoPipeliner, batched with other requests' (env REDIS_AUTOPIPELINE: "+boolValues+")")
+	var reuse string
+	fs.StringVar(&reuse, "reuse-decoded", env("REUSE_DECODED", "4096"), "how many product and category-stats values to keep decoded for hits on an unchanged entry; 0 turns it off (env REUSE_DECODED)")
 	fs.BoolVar(&c.migrate, "migrate", envBool("MIGRATE", true), "apply migrations before serving (env MIGRATE: "+boolValues+")")
 	fs.DurationVar(&c.drain, "drain", 20*time.Second, "how long SIGTERM waits for requests in flight")
 	fs.Float64Var(&c.scale, "scale", 1, "seed: catalog size, 1 = 25,000 products and 400,000 reviews")
@@ -128,6 +133,9 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (s
 	}
 	if c.holdTTL, err = time.ParseDuration(holdTTL); err != nil || c.holdTTL < time.Second || c.sweepEvery <= 0 {
 		return "", config{}, fmt.Errorf("-hold-ttl must be at least 1s and -sweep-every positive, got %v and %v", c.holdTTL, c.sweepEvery)
+	}
+	if c.reuseDecoded, err = strconv.Atoi(reuse); err != nil || c.reuseDecoded < 0 || c.reuseDecoded > 1<<20 {
+		return "", config{}, fmt.Errorf("-reuse-decoded must be a whole number from 0 to %d, got %q", 1<<20, reuse)
 	}
 	m, err := catalog.ParseMode(mode)
 	if err != nil {

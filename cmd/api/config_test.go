@@ -17,7 +17,7 @@ import (
 func TestHelp(t *testing.T) {
 	wantCommands := []string{"serve", "migrate", "seed", "healthcheck", "help"}
 	wantFlags := []string{"admin-token", "database-url", "drain", "hold-ttl", "http-addr", "lock-redis-urls", "log-format",
-		"log-level", "migrate", "redis-url", "reservation-mode", "scale", "sweep-every", "url"}
+		"log-level", "migrate", "redis-autopipeline", "redis-url", "reservation-mode", "reuse-decoded", "scale", "sweep-every", "url"}
 	commandLine := regexp.MustCompile(`^  ([a-z]+) +\S`)
 	for _, args := range [][]string{{"-h"}, {"-help"}, {"--help"}, {"help"}, {"serve", "-h"}, {"seed", "--help"}, {"help", "-h"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -77,6 +77,7 @@ func TestBoolSettings(t *testing.T) {
 		get func(config) bool
 	}{
 		{"MIGRATE", true, func(c config) bool { return c.migrate }},
+		{"REDIS_AUTOPIPELINE", true, func(c config) bool { return c.autoPipeline }},
 	}
 	tests := []struct {
 		value string
@@ -135,5 +136,22 @@ func TestBoolSettings(t *testing.T) {
 				t.Fatalf("run with %s=yes: %v, want an error naming %s", s.env, err, s.env)
 			}
 		})
+	}
+}
+
+// TestReuseDecodedSetting: REUSE_DECODED takes a whole number from 0 (off) to
+// 2^20, 4096 when unset, and refuses anything else by name.
+func TestReuseDecodedSetting(t *testing.T) {
+	for value, want := range map[string]int{"": 4096, "0": 0, "1": 1, "1048576": 1 << 20} {
+		_, c, err := parseConfig(nil, func(k string) string { return map[string]string{"REUSE_DECODED": value}[k] }, io.Discard)
+		if err != nil || c.reuseDecoded != want {
+			t.Errorf("REUSE_DECODED=%q: %d, %v; want %d", value, c.reuseDecoded, err, want)
+		}
+	}
+	for _, value := range []string{"-1", "1048577", "1e3", "lots", "12\x00"} {
+		_, _, err := parseConfig(nil, func(k string) string { return map[string]string{"REUSE_DECODED": value}[k] }, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "reuse-decoded") {
+			t.Errorf("REUSE_DECODED=%q: %v, want an error naming -reuse-decoded", value, err)
+		}
 	}
 }

@@ -145,7 +145,15 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 			return err
 		}
 		defer c.Close()
-		lockNodes = append(lockNodes, c)
+		if !cfg.autoPipeline {
+			lockNodes = append(lockNodes, c)
+			continue
+		}
+		ap, err := c.AutoPipeline()
+		if err != nil {
+			return err
+		}
+		lockNodes = append(lockNodes, ap)
 	}
 	if err := registerPoolStats(reg, pool, cacheRedis); err != nil {
 		return err
@@ -185,6 +193,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 
 	svc, err := catalog.NewService(catalog.Config{
 		Store: store, Warehouse: warehouse, Mode: cfg.mode, HoldTTL: cfg.holdTTL, Cache: cacheRedis, Locker: locker, Faults: faults, Registerer: reg, Logger: log,
+		AutoPipeline: cfg.autoPipeline, ReuseDecoded: cfg.reuseDecoded,
 	})
 	if err != nil {
 		return err

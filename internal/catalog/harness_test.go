@@ -90,7 +90,12 @@ func startInstance(t testing.TB, db *pgxpool.Pool, node *testenv.RedisNode, o ap
 		t.Fatal(err)
 	}
 	store := NewStore(db, WithObserver(observe), WithDelay(faults.DBDelay))
-	locker, err := lockx.New([]redis.UniversalClient{lockRedis}, lockx.Options{
+	// The lock and the caches ride AutoPipeliners, as cmd/api's do.
+	lockAP, err := lockRedis.AutoPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	locker, err := lockx.New([]redis.UniversalClient{lockAP}, lockx.Options{
 		Name: "inventory", TTL: o.lockTTL, Wait: o.lockWait, NoWatchdog: true, Registerer: reg,
 	})
 	if err != nil {
@@ -103,7 +108,7 @@ func startInstance(t testing.TB, db *pgxpool.Pool, node *testenv.RedisNode, o ap
 	}
 	t.Cleanup(whPool.Close)
 	svc, err := NewService(Config{Store: store, Warehouse: NewWarehouse(whPool, observe), Cache: cacheRedis, Locker: locker,
-		Faults: faults, Registerer: reg, CacheTimeout: time.Second})
+		Faults: faults, Registerer: reg, CacheTimeout: time.Second, AutoPipeline: true, ReuseDecoded: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
