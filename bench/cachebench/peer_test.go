@@ -14,6 +14,7 @@ import (
 	gocache "github.com/go-redis/cache/v9"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"github.com/stampede-lab/stampede/internal/cachex"
 	"github.com/stampede-lab/stampede/internal/testenv"
@@ -25,9 +26,9 @@ const (
 	// Goroutines seldom read the same key at once, so go-redis/cache's Once
 	// seldom coalesces two hits into one GET (it does under hot keys).
 	keys = 256
-	// parallelism multiplies GOMAXPROCS into RunParallel's goroutines, as in
-	// internal/cachex's benchmarks.
-	parallelism = 4
+	// parallelism multiplies GOMAXPROCS into RunParallel's goroutines: 32
+	// on 2 CPUs, enough callers at once for auto-pipelining to batch.
+	parallelism = 16
 	// ttl is long enough that no timed read is a miss or an early refresh.
 	ttl = time.Hour
 )
@@ -89,11 +90,19 @@ func newProduct(id int64) product {
 // failing, as RunParallel's goroutines may not call Fatal.
 type body func(ctx context.Context, i int) (product, error)
 
-// BenchmarkPeerGet reads a cached product, typed, four ways on one Redis and
-// one client (ContextTimeoutEnabled, go-redis's default pool):
+// BenchmarkPeerGet reads a cached product, typed, on one Redis and one
+// go-redis client (ContextTimeoutEnabled, go-redis's default pool) and its
+// AutoPipeliner, and on rueidis's own client:
 //
 //   - raw: GET and json.Unmarshal, the floor;
+//   - raw-ap: the same through the client's AutoPipeliner;
 //   - cachex: Cache[product] with the JSON codec (its default);
+//   - cachex-ap: the same over the AutoPipeliner;
+//   - cachex-ap-reuse: the same with ReuseDecoded;
+//   - rueidis: rueidis's GET (every connection pipelined) and
+//     json.Unmarshal;
+//   - rueidis-csc: rueidis's DoCache, served from its client-side cache
+//     (the server tracks the key and invalidates it), and json.Unmarshal;
 //   - goredis-cache: go-redis/cache's Once with its defaults, msgpack and s2
 //     compression, no local cache — as its README shows it;
 //   - goredis-cache-json: the same with encoding/json as Marshal and
@@ -108,13 +117,22 @@ func BenchmarkPeerGet(b *testing.B) {
 	b.Cleanup(func() { _ = rdb.Close() })
 	ctx := context.Background()
 
+	ap, err := rdb.AutoPipeline()
+	if err != nil {
+		b.Fatal(err)
+	}
 	var calls atomic.Int64 // loader calls after prefill
 	sides := []struct {
 		name string
 		read body
 	}{
 		{"raw", rawSide(b, rdb)},
-		{"cachex", cachexSide(b, rdb, &calls)},
+		{"raw-ap", rawSide(b, ap)},
+		{"cachex", cachexSide(b, rdb, 0, &calls)},
+		{"cachex-ap", cachexSide(b, ap, 0, &calls)},
+		{"cachex-ap-reuse", cachexSide(b, ap, 2*keys, &calls)},
+		{"rueidis", rueidisSide(b, node.Addr(), false)},
+		{"rueidis-csc", rueidisSide(b, node.Addr(), true)},
 		{"goredis-cache", goredisCacheSide(b, rdb, "gc:", nil, &calls)},
 		{"goredis-cache-json", goredisCacheSide(b, rdb, "gcj:", &gocache.Options{
 			Marshal:   json.Marshal,
@@ -166,7 +184,7 @@ func check(p product, err error) error {
 
 // rawSide stores each product's JSON under a plain key and reads it with
 // GET and json.Unmarshal.
-func rawSide(b *testing.B, rdb *redis.Client) body {
+func rawSide(b *testing.B, rdb redis.UniversalClient) body {
 	rawKeys := make([]string, keys)
 	for i := range keys {
 		data, err := json.Marshal(newProduct(int64(i)))
@@ -193,11 +211,12 @@ func rawSide(b *testing.B, rdb *redis.Client) body {
 var errMissed = errors.New("cachebench: a timed read missed")
 
 // cachexSide fills a cachex cache through its loader and reads with Get.
-func cachexSide(b *testing.B, rdb *redis.Client, calls *atomic.Int64) body {
+func cachexSide(b *testing.B, rdb redis.UniversalClient, reuse int, calls *atomic.Int64) body {
 	c, err := cachex.New(rdb, cachex.JSON[product]{}, cachex.Options{
-		Name:       "peer",
-		TTL:        ttl,
-		Registerer: prometheus.NewRegistry(),
+		Name:         "peer",
+		TTL:          ttl,
+		Registerer:   prometheus.NewRegistry(),
+		ReuseDecoded: reuse,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -247,6 +266,44 @@ func goredisCacheSide(b *testing.B, rdb *redis.Client, prefix string, base *goca
 	return func(ctx context.Context, i int) (product, error) {
 		var p product
 		err := c.Once(&gocache.Item{Ctx: ctx, Key: ks[i], Value: &p, TTL: ttl, Do: load})
+		return p, err
+	}
+}
+
+// rueidisSide stores each product's JSON under a plain key and reads it with
+// rueidis: GET, or with csc its client-side cached GET (DoCache), then
+// json.Unmarshal.
+func rueidisSide(b *testing.B, addr string, csc bool) body {
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: !csc})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.Close)
+	ctx := context.Background()
+	rawKeys := make([]string, keys)
+	for i := range keys {
+		data, err := json.Marshal(newProduct(int64(i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		rawKeys[i] = "rueidis:p" + strconv.Itoa(i)
+		if err := c.Do(ctx, c.B().Set().Key(rawKeys[i]).Value(rueidis.BinaryString(data)).Ex(ttl).Build()).Error(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return func(ctx context.Context, i int) (product, error) {
+		var res rueidis.RedisResult
+		if csc {
+			res = c.DoCache(ctx, c.B().Get().Key(rawKeys[i]).Cache(), ttl)
+		} else {
+			res = c.Do(ctx, c.B().Get().Key(rawKeys[i]).Build())
+		}
+		data, err := res.AsBytes()
+		if err != nil {
+			return product{}, err
+		}
+		var p product
+		err = json.Unmarshal(data, &p)
 		return p, err
 	}
 }

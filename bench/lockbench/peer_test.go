@@ -33,9 +33,9 @@ const (
 	// timeout is lockx's default per-call Timeout for ttl, and the go-redis
 	// clients' read and write timeouts.
 	timeout = ttl / 10
-	// parallelism multiplies GOMAXPROCS into RunParallel's goroutines, as in
-	// internal/lockx's benchmarks.
-	parallelism = 4
+	// parallelism multiplies GOMAXPROCS into RunParallel's goroutines: 32
+	// on 2 CPUs, enough callers at once for auto-pipelining to batch.
+	parallelism = 16
 	// keysPerG is how many resources each goroutine takes in turn: no two
 	// goroutines share one, so no acquisition waits, and Redis keeps a
 	// bounded set of keys (lockx's fence counters never expire).
@@ -70,7 +70,9 @@ func newSide(name, prefix string, take body) side {
 // default pool):
 //
 //   - raw: SET NX PX with a random token, then a compare-and-delete script
-//     by SHA: the floor;
+//     by SHA: the floor; raw-ap the same through the clients'
+//     AutoPipeliner;
+//   - lockx-ap, lockx-3nodes-ap: lockx over the AutoPipeliners;
 //   - lockx: internal/lockx on one server, default Options (TTL 10s): a
 //     fencing token, a watchdog, metrics;
 //   - lockx-3nodes: the same on a Redlock quorum of three servers;
@@ -95,10 +97,21 @@ func BenchmarkPeerAcquireRelease(b *testing.B) {
 		b.Cleanup(func() { _ = c.Close() })
 		rdbs[i] = c
 	}
+	aps := make([]redis.UniversalClient, len(rdbs))
+	for i, c := range rdbs {
+		ap, err := c.AutoPipeline()
+		if err != nil {
+			b.Fatal(err)
+		}
+		aps[i] = ap
+	}
 	sides := []side{
 		newSide("raw", "raw:", rawSide(rdbs[0])),
+		newSide("raw-ap", "rawap:", rawSide(aps[0])),
 		newSide("lockx", "", lockxSide(b, rdbs[:1])),
+		newSide("lockx-ap", "ap:", lockxSide(b, aps[:1])),
 		newSide("lockx-3nodes", "", lockxSide(b, rdbs)),
+		newSide("lockx-3nodes-ap", "ap:", lockxSide(b, aps)),
 		newSide("redislock", "redislock:", redislockSide(rdbs[0])),
 		newSide("redsync", "redsync:", redsyncSide(rdbs[:1])),
 		newSide("redsync-3nodes", "redsync3:", redsyncSide(rdbs)),
