@@ -4,9 +4,10 @@
 //
 //	loadgen [flags] scenario
 //
-// Scenarios: stampede, browse, reserve, lostlock and demo (see -h; the code
-// is in internal/loadgen/scenario). It only ever talks to the -target URLs,
-// which must be loopback addresses unless -allow-remote is given.
+// Scenarios: stampede, browse, reserve, lostlock, capacity and demo (see -h;
+// the code is in internal/loadgen/scenario). It only ever talks to the
+// -target URLs, which must be loopback addresses unless -allow-remote is
+// given.
 package main
 
 import (

@@ -28,7 +28,8 @@ func TestRunHelpExplainsEveryFlag(t *testing.T) {
 		"-max-in-flight", "(default 256)",
 		"-metrics-addr", `(default "127.0.0.1:9102")`,
 		"-outage-for", "-burst-every", "(default 3m0s)", "-zipf-s", "-skus", "-phases",
-		"stampede ", "browse ", "reserve ", "demo ",
+		"-slo-p99", "(default 250ms)", "-step-factor", "(default 1.5)", "-step-duration", "(default 10s)", "-max-rate", "(default 5000)", "-classes",
+		"stampede ", "browse ", "reserve ", "capacity ", "demo ",
 	} {
 		if !strings.Contains(help, want) {
 			t.Errorf("help lacks %q:\n%s", want, help)
@@ -62,6 +63,9 @@ func TestRunValidatesFlags(t *testing.T) {
 		{args: []string{"-duration", "0", "-max-requests", "0", "browse"}},
 		{args: []string{"-target", "http://127.0.0.1:1", "stampede"}}, // no admin token
 		{args: []string{"-max-in-flight", "0"}},
+		{args: []string{"-step-factor", "1", "capacity"}}, // the rate would never rise
+		{args: []string{"-classes", "checkout", "capacity"}},
+		{args: []string{"-slo-p99", "-1s", "capacity"}},
 		{args: []string{"-no-such-flag"}},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -17,12 +17,13 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// Line is one named series of a Chart. X is in seconds. X and Y must have
-// the same length and every X must be finite; points are joined in the
-// order given. A NaN or infinite Y is a gap: the point is skipped and the
-// line is broken there. A point with no neighbour on either side is drawn
-// as a dot so that it stays visible. A Line without a Name has no legend
-// entry.
+// Line is one named series of a Chart. X is in seconds unless the chart's
+// XLabel names another unit (capacity plots offered requests per second).
+// X and Y must have the same length and every X must be finite; points are
+// joined in the order given. A NaN or infinite Y is a gap: the point is
+// skipped and the line is broken there. A point with no neighbour on either
+// side is drawn as a dot so that it stays visible. A Line without a Name
+// has no legend entry.
 type Line struct {
 	Name string
 	X, Y []float64

@@ -97,15 +97,37 @@ func (b *browser) next() (endpoint, path string) {
 	x := b.r.Float64() * 100
 	switch {
 	case x < b.cfg.SearchPercent:
-		return endpointSearch, "/v1/search?limit=20&q=" + searchTerms[b.terms.Uint64()]
+		endpoint = endpointSearch
 	case x < b.cfg.SearchPercent+b.cfg.BatchPercent:
+		endpoint = endpointProducts
+	default:
+		endpoint = endpointProduct
+	}
+	return endpoint, b.pathLocked(endpoint)
+}
+
+// path returns the path of the next request to endpoint, one of the
+// browse endpoints, whatever the mix's shares (capacity reads one endpoint
+// at a time).
+func (b *browser) path(endpoint string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pathLocked(endpoint)
+}
+
+// pathLocked is path; b.mu is held.
+func (b *browser) pathLocked(endpoint string) string {
+	switch endpoint {
+	case endpointSearch:
+		return "/v1/search?limit=20&q=" + searchTerms[b.terms.Uint64()]
+	case endpointProducts:
 		ids := make([]string, b.cfg.BatchSize)
 		for i := range ids {
 			ids[i] = strconv.FormatUint(1+b.products.Uint64(), 10)
 		}
-		return endpointProducts, "/v1/products?ids=" + strings.Join(ids, ",")
+		return "/v1/products?ids=" + strings.Join(ids, ",")
 	}
-	return endpointProduct, "/v1/products/" + strconv.FormatUint(1+b.products.Uint64(), 10)
+	return "/v1/products/" + strconv.FormatUint(1+b.products.Uint64(), 10)
 }
 
 // Run drives the browse mix at -rate for -duration, optionally with

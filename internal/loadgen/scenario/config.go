@@ -27,7 +27,7 @@ const (
 const ReplotCommand = "replot"
 
 // ErrNoScenario is returned by ParseArgs when no known scenario was named.
-var ErrNoScenario = errors.New("name a scenario: stampede, browse, reserve, lostlock, demo (or replot)")
+var ErrNoScenario = errors.New("name a scenario: stampede, browse, reserve, lostlock, capacity, demo (or replot)")
 
 // Config is the command line every scenario shares: the targets, the
 // open-model load, the admin token, the report, and the flag groups read by
@@ -64,7 +64,7 @@ func (c *Config) register(fs *flag.FlagSet, target, pauseDemo *string, getenv fu
 	fs.BoolVar(&c.AllowRemote, "allow-remote", false,
 		"allow a -target that is not loopback (127.0.0.0/8, ::1, localhost); default off, so load never leaves the machine by accident")
 	fs.Float64Var(&c.Rate, "rate", defaultRate,
-		"target arrival rate in requests per second; requests start on schedule whether or not earlier ones finished")
+		"target arrival rate in requests per second; requests start on schedule whether or not earlier ones finished (capacity: the first step's rate)")
 	fs.DurationVar(&c.Duration, "duration", defaultDuration,
 		"how long to generate load (0 = no time bound; then -max-requests must be set, except for demo)")
 	fs.Int64Var(&c.MaxRequests, "max-requests", 0,
@@ -74,9 +74,9 @@ func (c *Config) register(fs *flag.FlagSet, target, pauseDemo *string, getenv fu
 	fs.StringVar(&c.AdminToken, "admin-token", getenv("ADMIN_TOKEN"),
 		"bearer token of the API's /admin endpoints, needed to switch cache strategies, reservation modes and fault knobs (env ADMIN_TOKEN)")
 	fs.StringVar(&c.ReportDir, "report-dir", "",
-		"where stampede, browse, reserve and lostlock write summary.json, report.md and the PNG charts (default: a new scratch directory, printed at the end)")
+		"where stampede, browse, reserve, lostlock and capacity write summary.json, report.md and the PNG charts (default: a new scratch directory, printed at the end)")
 	fs.Float64Var(&c.MaxErrorRate, "max-error-rate", defaultMaxErrorRate,
-		"fail the run when (errors + dropped) / scheduled requests exceeds this")
+		"fail the run when (errors + dropped) / scheduled requests exceeds this (capacity: a step whose ratio exceeds it fails and ends the class's ramp)")
 	fs.StringVar(pauseDemo, "pause-demo", "",
 		"base URL of a running demo's -metrics-addr (e.g. http://127.0.0.1:9102): pause it for this run and resume it after, so it does not change the API's settings under the run")
 	c.HotKeys.register(fs)

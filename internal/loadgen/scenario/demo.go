@@ -116,7 +116,7 @@ func (d *Demo) Run(ctx context.Context, e *Env) error {
 		g.untilPaused(ctx)
 		stop()
 		wg.Wait()
-		d.release(ctx, e, rv)
+		rv.release(ctx, e)
 		g.settled()
 		if ctx.Err() == nil {
 			e.stats.SetPhase("paused")
@@ -190,10 +190,10 @@ func (d *Demo) bursts(ctx context.Context, e *Env, next int) int {
 }
 
 // release settles the reservations whose answer was lost (by replaying
-// their idempotency key) and cancels every reservation the demo holds,
-// retrying failures for up to releaseFor, so a paused or stopped demo
-// leaves no hold behind.
-func (d *Demo) release(ctx context.Context, e *Env, rv *reserver) {
+// their idempotency key) and cancels every reservation rv holds, retrying
+// failures for up to releaseFor, so a paused or stopped demo (or a finished
+// capacity ramp) leaves no hold behind.
+func (rv *reserver) release(ctx context.Context, e *Env) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseFor)
 	defer cancel()
 	for seq := int64(0); rv.openCount() > 0 && ctx.Err() == nil; seq++ {

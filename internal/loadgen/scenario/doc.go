@@ -2,8 +2,9 @@
 // Scenario interface: stampede (cache strategies side by side), browse
 // (the read mix, optionally through a cache Redis outage), reserve
 // (contention and the no-oversell invariant), lostlock (oversold units per
-// reservation mode) and demo (the endless mix of the compose stack). Config
-// holds the command line the scenarios share; ParseArgs parses it and Run
-// runs a scenario, writing summary.json, report.md and charts (Replot
-// renders the last two again from the first).
+// reservation mode), capacity (the highest sustainable rate per endpoint
+// class, from a stepped open-model ramp) and demo (the endless mix of the
+// compose stack). Config holds the command line the scenarios share;
+// ParseArgs parses it and Run runs a scenario, writing summary.json,
+// report.md and charts (Replot renders the last two again from the first).
 package scenario

@@ -12,7 +12,8 @@ import (
 )
 
 // HotKeys is the stampede load on the category_stats cache: the strategy
-// phases and the hot categories (stampede; demo's bursts).
+// phases and the hot categories (stampede; demo's bursts; capacity's
+// category_stats class reads the hot categories).
 type HotKeys struct {
 	phasesRaw string
 	Phases    []Phase
@@ -35,7 +36,7 @@ func (h *HotKeys) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.phasesRaw, "phases", "ttl,xfetch:1",
 		"stampede, demo: comma-separated strategy phases of the category_stats cache, each ttl, none, xfetch or xfetch:BETA (xfetch alone means beta 1)")
 	fs.IntVar(&h.Keys, "hot-keys", 3,
-		"stampede, demo: number of hot categories (ids 1..N, requested round robin)")
+		"stampede, demo, capacity: number of hot categories (ids 1..N, requested round robin; capacity's category_stats class reads them)")
 	fs.DurationVar(&h.CacheTTL, "cache-ttl", 10*time.Second,
 		"stampede: the API's category_stats TTL, used to count recomputes per TTL window")
 	fs.DurationVar(&h.Warmup, "warmup", 0,
@@ -97,7 +98,7 @@ func parsePhases(s string) ([]Phase, error) {
 }
 
 // Mix is the browsing traffic: Zipf-distributed product reads, batch reads
-// and searches (browse; demo).
+// and searches (browse; demo; capacity reads each kind on its own).
 type Mix struct {
 	Products      int
 	ZipfS         float64
@@ -108,15 +109,15 @@ type Mix struct {
 
 func (m *Mix) register(fs *flag.FlagSet) {
 	fs.IntVar(&m.Products, "products", 25000,
-		"browse, demo: product ids 1..N to read (25,000 at seed scale 1)")
+		"browse, demo, capacity: product ids 1..N to read (25,000 at seed scale 1)")
 	fs.Float64Var(&m.ZipfS, "zipf-s", 1.1,
-		"browse, demo: Zipf exponent (> 1) of product and search popularity; larger is more skewed")
+		"browse, demo, capacity: Zipf exponent (> 1) of product and search popularity; larger is more skewed")
 	fs.Float64Var(&m.BatchPercent, "batch-percent", 10,
 		"browse, demo: share of requests (0..100) that read -batch-size products in one GET /v1/products?ids=")
 	fs.Float64Var(&m.SearchPercent, "search-percent", 10,
 		"browse, demo: share of requests (0..100) that search; the rest read one product")
 	fs.IntVar(&m.BatchSize, "batch-size", 20,
-		"browse, demo: ids per batch read (1..100)")
+		"browse, demo, capacity: ids per batch read (1..100)")
 }
 
 func (m *Mix) validate() error {
@@ -134,7 +135,7 @@ func (m *Mix) validate() error {
 }
 
 // Reservations is the reservation traffic on a few products (reserve,
-// lostlock; demo uses -skus).
+// lostlock; demo and capacity use -skus).
 type Reservations struct {
 	skusRaw       string
 	SKUs          []int64
@@ -146,7 +147,7 @@ type Reservations struct {
 
 func (r *Reservations) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.skusRaw, "skus", "1,2,3",
-		"reserve, lostlock, demo: comma-separated product ids to reserve (quantity 1..3 each, picked at random)")
+		"reserve, lostlock, demo, capacity: comma-separated product ids to reserve (quantity 1..3 each, picked at random; demo and capacity reserve one unit and cancel in turn)")
 	fs.Float64Var(&r.ReplayPercent, "replay-percent", 10,
 		"reserve, lostlock: share of requests (0..100) that replay the idempotency key of an earlier created reservation and must get it back with 200")
 	fs.IntVar(&r.PausePercent, "pause-percent", 0,

@@ -26,6 +26,7 @@ func All(cfg *Config) []Scenario {
 		&Browse{cfg: cfg},
 		&Reserve{cfg: cfg},
 		&LostLock{cfg: cfg},
+		&Capacity{cfg: cfg},
 		&Demo{cfg: cfg},
 	}
 }

@@ -221,6 +221,8 @@ func Replot(dir string, stdout io.Writer) error {
 		rep, err = reportOf[ReserveSummary](b)
 	case "lostlock":
 		rep, err = reportOf[LostLockSummary](b)
+	case "capacity":
+		rep, err = reportOf[CapacitySummary](b)
 	default:
 		return fmt.Errorf("%s: scenario %q has no report", path, head.Scenario)
 	}
