@@ -2,7 +2,6 @@ package cachex
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -35,22 +34,6 @@ func BenchmarkGetJSONAutoPipelined(b *testing.B) {
 	viaAP, loadAP := cache(ap, 0)
 	reused, loadReused := cache(ap, 2*benchKeys)
 
-	raw := func(get func(ctx context.Context, key string) ([]byte, error)) benchBody {
-		return func(ctx context.Context, i int) error {
-			data, err := get(ctx, env.rawKeys[i])
-			if err != nil {
-				return err
-			}
-			var p benchProduct
-			if err := json.Unmarshal(data, &p); err != nil {
-				return err
-			}
-			if p.ID != int64(i) {
-				return fmt.Errorf("raw %s: got product %d", env.rawKeys[i], p.ID)
-			}
-			return nil
-		}
-	}
 	hit := func(c *Cache[benchProduct], load func(context.Context) (benchProduct, error)) benchBody {
 		return func(ctx context.Context, i int) error {
 			p, err := c.Get(ctx, env.keys[i], load)
@@ -64,9 +47,9 @@ func BenchmarkGetJSONAutoPipelined(b *testing.B) {
 		name string
 		body benchBody
 	}{
-		{"raw", raw(func(ctx context.Context, k string) ([]byte, error) { return env.rdb.Get(ctx, k).Bytes() })},
+		{"raw", rawJSON(env, env.rdb)},
 		{"cachex", hit(plain, loadPlain)},
-		{"raw-ap", raw(func(ctx context.Context, k string) ([]byte, error) { return ap.Get(ctx, k).Bytes() })},
+		{"raw-ap", rawJSON(env, ap)},
 		{"cachex-ap", hit(viaAP, loadAP)},
 		{"cachex-ap-reuse", hit(reused, loadReused)},
 	}

@@ -88,26 +88,42 @@ func TestReuseDecodedServesOnlyTheSameEnvelope(t *testing.T) {
 	hits(4)
 }
 
-// With one slot, keys take it from each other: hits decode, and every
-// value is still the key's own. Off (the default), every hit decodes.
+// The reuse holds at most ReuseDecoded values (rounded up to whole buckets):
+// eight keys through one bucket of four slots push each other out, so a hit
+// is decoded at least every other time, and every value is still the key's
+// own. Off (the default), every hit decodes.
 func TestReuseDecodedIsBoundedAndOffByDefault(t *testing.T) {
 	node := testenv.Redis(t)
 	ctx := context.Background()
-	for _, slots := range []int{1, 0} {
+	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	for _, slots := range []int{ways, 0} {
 		var decodes atomic.Int64
 		c, _ := newCache(t, client(t, node), countingJSON{&decodes}, Options{Name: "reuse" + itoa(int64(slots)), Prefix: "reuse-" + itoa(time.Now().UnixNano()) + ":",
 			TTL: time.Minute, NoEarlyRefresh: true, ReuseDecoded: slots})
-		keys := []string{"a", "b", "a", "b", "a", "b"}
-		for _, k := range keys {
-			v, err := c.Get(ctx, k, func(context.Context) (*item, error) { return &item{Name: k}, nil })
-			if err != nil || v.Name != k {
-				t.Fatalf("slots %d: Get(%s) = %+v, %v", slots, k, v, err)
+		for pass := range 3 {
+			for _, k := range keys {
+				v, err := c.Get(ctx, k, func(context.Context) (*item, error) { return &item{Name: k}, nil })
+				if err != nil || v.Name != k {
+					t.Fatalf("slots %d, pass %d: Get(%s) = %+v, %v", slots, pass, k, v, err)
+				}
 			}
 		}
-		// Two misses, four hits; with one slot the keys alternate in it, so
-		// each hit finds the other key there (a collision, not a reuse).
-		if got := decodes.Load(); got != 4 {
-			t.Fatalf("slots %d: %d decodes for 4 hits, want 4", slots, got)
+		// Pass 0 misses (nothing decoded); passes 1 and 2 are 16 hits.
+		held := 0
+		if c.reused != nil {
+			for j := range c.reused.buckets {
+				for i := range c.reused.buckets[j] {
+					if c.reused.buckets[j][i].Load() != nil {
+						held++
+					}
+				}
+			}
+		}
+		switch got := decodes.Load(); {
+		case slots == 0 && (got != 16 || c.reused != nil):
+			t.Fatalf("off: %d decodes for 16 hits, want 16", got)
+		case slots > 0 && (got < 8 || held > slots):
+			t.Fatalf("%d slots: %d decodes for 16 hits of 8 keys, want at least 8; %d values held, want at most %d", slots, got, held, slots)
 		}
 	}
 	if _, err := New(client(t, node), JSON[string]{}, Options{Name: "neg", TTL: time.Second, ReuseDecoded: -1}); err == nil {
