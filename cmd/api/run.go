@@ -97,9 +97,15 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 	return nil
 }
 
+// lockTTL is the reservation lock's TTL.
+const lockTTL = 5 * time.Second
+
 // redisClient opens a client whose every call is bounded: the cache's by its
 // own 100ms read/write timeouts (cachex's Timeout), the lock's by context
-// deadlines, with one dial attempt so a dead Redlock node fails fast.
+// deadlines, with one dial attempt so a dead Redlock node fails fast. The
+// lock's read/write timeouts equal lockx's Timeout (TTL/10) as well, so that
+// a hung node frees its AutoPipeliner's stream as soon as the callers gave up
+// (docs/lockx.md#clients).
 func redisClient(url string, forLock bool) (*redis.Client, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
@@ -110,6 +116,7 @@ func redisClient(url string, forLock bool) (*redis.Client, error) {
 	opt.DialerRetries, opt.MaxRetries = 1, -1
 	if forLock {
 		opt.ContextTimeoutEnabled = true
+		opt.ReadTimeout, opt.WriteTimeout = lockTTL/10, lockTTL/10
 	} else {
 		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
 	}
@@ -173,7 +180,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 	// transaction, bounded by the lock's context; a holder paused past the
 	// TTL (the admin pause knob) loses the lock, and its write is fenced.
 	locker, err := lockx.New(lockNodes, lockx.Options{
-		Name: "inventory", TTL: 5 * time.Second, Wait: 2 * time.Second, NoWatchdog: true, Registerer: reg,
+		Name: "inventory", TTL: lockTTL, Wait: 2 * time.Second, NoWatchdog: true, Registerer: reg,
 	})
 	if err != nil {
 		return err
@@ -225,7 +232,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	fmt.Fprintf(stdout, "api: listening on %s (admin API %s)\n", ln.Addr(), map[bool]string{true: "on", false: "off"}[cfg.adminToken != ""])
-	log.Info("listening", "addr", ln.Addr().String(), "lock_nodes", len(lockNodes))
+	log.Info("listening", "addr", ln.Addr().String(), "lock_nodes", len(lockNodes), "redis_autopipeline", cfg.autoPipeline, "reuse_decoded", cfg.reuseDecoded)
 
 	// Every replica sweeps expired holds; a hold's units come back once
 	// whichever sweeps it.
