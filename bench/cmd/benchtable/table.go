@@ -247,11 +247,13 @@ func (g *group) row(variant string) *series {
 }
 
 // A goal is what the project promises about one sub-benchmark: a ceiling on
-// its ratio to the baseline (max), a floor on how many times slower it is
-// than another variant (slowerThan, atLeast), or, with metric, a ceiling
-// (max) on the median of one of its own metrics.
+// its ratio to the baseline, or to the variant of (max), in every mode or
+// in one (mode); a floor on how many times slower it is than another
+// variant (slowerThan, atLeast); or, with metric, a ceiling (max) on the
+// median of one of its own metrics.
 type goal struct {
 	parent, variant string
+	mode, of        string
 	max             float64
 	slowerThan      string
 	atLeast         float64
@@ -267,40 +269,99 @@ var goals = []goal{
 	{parent: "GetMany", variant: "sequential-gets", slowerThan: "cachex", atLeast: 8},
 	{parent: "AcquireRelease", variant: "lockx", max: 1.05},
 	{parent: "Redlock", variant: "3nodes", max: 2.5},
+	// Over an AutoPipeliner (issue 17): cachex within 1.10x of the raw
+	// auto-pipelined read, and of itself over a plain client when alone; a
+	// reused hot-key hit at most a quarter of a plain raw read; lockx no
+	// slower than rueidislock; a quorum of three at most 2.5x one server.
+	{parent: "GetJSONAutoPipelined", variant: "cachex-ap", of: "raw-ap", max: 1.10},
+	{parent: "GetJSONAutoPipelined", variant: "cachex-ap", mode: "seq", of: "cachex", max: 1.10},
+	{parent: "GetJSONAutoPipelined", variant: "cachex-ap-reuse", mode: "parallel", max: 0.25},
+	{parent: "PeerAcquireRelease", variant: "lockx-ap", mode: "parallel", of: "rueidislock", max: 1},
+	{parent: "PeerAcquireRelease", variant: "lockx-3nodes", of: "lockx", max: 2.5},
+	{parent: "PeerAcquireRelease", variant: "lockx-3nodes-ap", of: "lockx-ap", max: 2.5},
 	// The median hot-lock handoff, in round trips.
 	{parent: "Handoff", variant: "lockx", metric: "handoff-p50-rtt", max: 2},
 	{parent: "Handoff", variant: "lockx-handover", metric: "handoff-p50-rtt", max: 2},
 }
 
-// verdict says whether s in g meets its goal on the ratio to the baseline
-// (or to another variant), or "" when it has none.
+// verdict says whether s in g meets its goals on the ratio to the baseline
+// (or to another variant), or "" when it has none. With enough paired runs
+// for a confidence interval of the ratio (ratioCI), a goal is met only when
+// the whole interval is within it, missed only when all of it is beyond,
+// and otherwise not settled; with fewer, the median ratio decides.
 func verdict(g *group, s *series, gs []goal) string {
+	var out []string
 	for _, gl := range gs {
-		if gl.parent != g.parent || gl.variant != s.variant || gl.metric != "" {
+		if gl.parent != g.parent || gl.variant != s.variant || gl.metric != "" || (gl.mode != "" && gl.mode != g.mode) {
 			continue
 		}
 		if gl.slowerThan != "" {
 			other := g.row(gl.slowerThan)
 			if other == nil {
-				return ""
+				continue
 			}
 			x := ratio(s, other)
 			if x >= gl.atLeast {
-				return fmt.Sprintf("%s ≥ %gx faster: met", gl.slowerThan, gl.atLeast)
+				out = append(out, fmt.Sprintf("%s ≥ %gx faster: met", gl.slowerThan, gl.atLeast))
+			} else {
+				out = append(out, fmt.Sprintf("%s ≥ %gx faster: MISSED (%.1fx)", gl.slowerThan, gl.atLeast, x))
 			}
-			return fmt.Sprintf("%s ≥ %gx faster: MISSED (%.1fx)", gl.slowerThan, gl.atLeast, x)
+			continue
 		}
-		base := g.baseline()
+		base, of := g.baseline(), ""
+		if gl.of != "" {
+			base, of = g.row(gl.of), " "+gl.of
+		}
 		if base == nil {
-			return ""
+			continue
 		}
 		r := ratio(s, base)
-		if r <= gl.max {
-			return fmt.Sprintf("≤ %.2fx: met", gl.max)
+		lo, hi, ok := ratioCI(s, base)
+		switch {
+		case !ok && r <= gl.max, ok && hi <= gl.max:
+			out = append(out, fmt.Sprintf("≤ %.2fx%s: met", gl.max, of))
+		case !ok, lo > gl.max:
+			out = append(out, fmt.Sprintf("≤ %.2fx%s: MISSED by %.0f%%", gl.max, of, (r/gl.max-1)*100))
+		default:
+			out = append(out, fmt.Sprintf("≤ %.2fx%s: not settled", gl.max, of))
 		}
-		return fmt.Sprintf("≤ %.2fx: MISSED by %.0f%%", gl.max, (r/gl.max-1)*100)
+		if ok {
+			out[len(out)-1] += fmt.Sprintf(" (%.2f–%.2f)", lo, hi)
+		}
 	}
-	return ""
+	return strings.Join(out, "; ")
+}
+
+// ratioCI returns a confidence interval of at least 95% for the median of
+// the run-by-run ratios of s to base: the k-th smallest and k-th largest
+// ratio, k the largest for which a median between them has that chance
+// (order statistics; binomial with p = 1/2). ok is false when the runs
+// cannot be paired or are too few (fewer than 6).
+func ratioCI(s, base *series) (lo, hi float64, ok bool) {
+	n := len(s.ns)
+	if n != len(base.ns) || n < 6 {
+		return 0, 0, false
+	}
+	rs := make([]float64, n)
+	for k := range s.ns {
+		rs[k] = s.ns[k] / base.ns[k]
+	}
+	slices.Sort(rs)
+	// tail is P(B < k) for B ~ Binomial(n, 1/2).
+	k, tail, c := 0, 0.0, 1.0
+	for {
+		next := tail + c/math.Pow(2, float64(n))
+		if 1-2*next < 0.95 {
+			break
+		}
+		tail = next
+		k++
+		c = c * float64(n-k+1) / float64(k)
+	}
+	if k == 0 {
+		return 0, 0, false
+	}
+	return rs[k-1], rs[n-k], true
 }
 
 // metricVerdict says whether the median of s's metric unit meets its goal,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -270,5 +271,44 @@ func TestNoMetricsTableWithoutMetrics(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "| metric |") {
 		t.Errorf("a metrics table without metrics of a benchmark's own:\n%s", out.String())
+	}
+}
+
+// TestGoalsNeedTheWholeInterval: with ten paired runs a goal is met only
+// when the 2nd to 9th of the sorted run-by-run ratios (a 97.9% interval of
+// their median) are all within it, missed when all are beyond, and not
+// settled otherwise; a goal may compare with a variant other than the
+// baseline, in one mode only.
+func TestGoalsNeedTheWholeInterval(t *testing.T) {
+	var in strings.Builder
+	for k := range 10 {
+		raw := 100.0
+		fmt.Fprintf(&in, "BenchmarkPeerAcquireRelease/rueidislock/parallel-2 10 %g ns/op\n", raw)
+		// lockx-ap: ratios 0.90..0.99 (met), lockx-ap in seq has no goal.
+		fmt.Fprintf(&in, "BenchmarkPeerAcquireRelease/lockx-ap/parallel-2 10 %g ns/op\n", raw*(0.90+0.01*float64(k)))
+		fmt.Fprintf(&in, "BenchmarkPeerAcquireRelease/lockx-ap/seq-2 10 %g ns/op\n", raw*3)
+		fmt.Fprintf(&in, "BenchmarkPeerAcquireRelease/rueidislock/seq-2 10 %g ns/op\n", raw)
+		// lockx-3nodes-ap over lockx-ap: 2.3..2.75 straddles 2.5 (not settled).
+		fmt.Fprintf(&in, "BenchmarkPeerAcquireRelease/lockx-3nodes-ap/parallel-2 10 %g ns/op\n", raw*(0.90+0.01*float64(k))*(2.3+0.05*float64(k)))
+	}
+	var out bytes.Buffer
+	if err := run([]string{"benchtable"}, strings.NewReader(in.String()), &out); err != nil {
+		t.Fatal(err)
+	}
+	table := out.String()
+	for _, want := range []string{
+		"| ≤ 1.00x rueidislock: met (0.91–0.98) |",
+		"| ≤ 2.50x lockx-ap: not settled (2.35–2.70) |",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q; table:\n%s", want, table)
+		}
+	}
+	if strings.Contains(table, "| PeerAcquireRelease | lockx-ap | seq | 10 | 300 |  | - | - |  | ≤") {
+		t.Errorf("a parallel-only goal judged the seq row:\n%s", table)
+	}
+	lo, hi, ok := ratioCI(&series{ns: []float64{3, 1, 2, 5, 4}}, &series{ns: []float64{1, 1, 1, 1, 1}})
+	if ok {
+		t.Errorf("five runs gave an interval %v–%v; want none (fewer than 6 cannot reach 95%%)", lo, hi)
 	}
 }
