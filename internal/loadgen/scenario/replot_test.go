@@ -8,12 +8,15 @@ import (
 )
 
 // TestCommittedReportsReplotIdentically renders every committed experiment
-// report again from its summary.json: report.md and every chart must come
+// and capacity report (docs/experiments, docs/benchmarks) again from its
+// summary.json: report.md and every chart must come
 // out byte for byte as committed, so the references are what this code
 // draws from those figures.
 func TestCommittedReportsReplotIdentically(t *testing.T) {
 	dirs, err := filepath.Glob("../../../docs/experiments/*/summary.json")
-	if err != nil || len(dirs) == 0 {
+	more, _ := filepath.Glob("../../../docs/benchmarks/*/summary.json")
+	dirs = append(dirs, more...)
+	if err != nil || len(more) == 0 {
 		t.Fatalf("no committed summaries found: %v", err)
 	}
 	for _, summary := range dirs {
