@@ -15,9 +15,11 @@ const benchAPParallelism = 16
 
 // BenchmarkGetJSONAutoPipelined puts a JSON hit side by side over both kinds
 // of client, in one run: raw (GET + json.Unmarshal) and cachex over the plain
-// client, the same over its AutoPipeliner, and cachex over the AutoPipeliner
-// with ReuseDecoded. Goals (docs/benchmarks.md): cachex-ap within 1.10x of
-// raw-ap; cachex-ap-reuse at most 0.25x raw, in parallel.
+// client, the same over its AutoPipeliner (-ap), cachex with
+// Options.AutoPipeline (-auto), and that with ReuseDecoded. Goals
+// (docs/benchmarks.md): cachex-ap and cachex-auto within 1.10x of raw-ap in
+// parallel, cachex-auto within 1.10x of cachex alone, cachex-auto-reuse at
+// most 0.25x raw in parallel.
 func BenchmarkGetJSONAutoPipelined(b *testing.B) {
 	env := newBenchEnv(b, benchKeys)
 	ap, err := env.rdb.AutoPipeline()
@@ -26,13 +28,14 @@ func BenchmarkGetJSONAutoPipelined(b *testing.B) {
 	}
 	var calls atomic.Int64
 	product := func(i int) benchProduct { return newBenchProduct(int64(i)) }
-	cache := func(rdb redis.UniversalClient, reuse int) (*Cache[benchProduct], func(context.Context) (benchProduct, error)) {
-		c, _ := newCache(b, rdb, JSON[benchProduct]{}, Options{Name: "bench", TTL: benchTTL, ReuseDecoded: reuse})
+	cache := func(rdb redis.UniversalClient, auto bool, reuse int) (*Cache[benchProduct], func(context.Context) (benchProduct, error)) {
+		c, _ := newCache(b, rdb, JSON[benchProduct]{}, Options{Name: "bench", TTL: benchTTL, AutoPipeline: auto, ReuseDecoded: reuse})
 		return c, prefill(b, c, env.keys, product, &calls)
 	}
-	plain, loadPlain := cache(env.rdb, 0)
-	viaAP, loadAP := cache(ap, 0)
-	reused, loadReused := cache(ap, 2*benchKeys)
+	plain, loadPlain := cache(env.rdb, false, 0)
+	viaAP, loadAP := cache(ap, false, 0)
+	auto, loadAuto := cache(env.rdb, true, 0)
+	reused, loadReused := cache(env.rdb, true, 2*benchKeys)
 
 	hit := func(c *Cache[benchProduct], load func(context.Context) (benchProduct, error)) benchBody {
 		return func(ctx context.Context, i int) error {
@@ -51,7 +54,8 @@ func BenchmarkGetJSONAutoPipelined(b *testing.B) {
 		{"cachex", hit(plain, loadPlain)},
 		{"raw-ap", rawJSON(env, ap)},
 		{"cachex-ap", hit(viaAP, loadAP)},
-		{"cachex-ap-reuse", hit(reused, loadReused)},
+		{"cachex-auto", hit(auto, loadAuto)},
+		{"cachex-auto-reuse", hit(reused, loadReused)},
 	}
 	for _, mode := range []string{"seq", "parallel"} {
 		for _, side := range sides {

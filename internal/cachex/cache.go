@@ -18,7 +18,7 @@ import (
 // Cache is a read-through cache of values of type V in Redis. It is safe for
 // concurrent use. Create it with New and stop it with Close.
 type Cache[V any] struct {
-	conn    conn
+	conn    *conn
 	codec   Codec[V]
 	opts    Options
 	m       *metrics
@@ -66,7 +66,7 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache
 	if err != nil {
 		return nil, fmt.Errorf("cachex: %s: %w", opts.Name, err)
 	}
-	cn, err := newConn(rdb)
+	cn, err := newConn(rdb, opts.AutoPipeline)
 	if err != nil {
 		return nil, fmt.Errorf("cachex: %s: %w", opts.Name, err)
 	}
@@ -237,18 +237,20 @@ func newToken() string {
 // the caller's cancellation, under Timeout alone, so that its outcome is
 // recorded even when the caller has given up (a probe that recorded nothing
 // would keep the breaker open for good).
-func (c *Cache[V]) redisCall(ctx context.Context, op string, f func(ctx context.Context) error) error {
+func (c *Cache[V]) redisCall(ctx context.Context, op string, f func(ctx context.Context, l lane) error) error {
 	probe := c.brk.open()
 	callCtx := ctx
 	if probe {
 		callCtx = context.WithoutCancel(ctx)
 	}
+	l := c.conn.enter()
+	defer l.leave()
 	var err error
-	if c.bounded && !probe { // the client's own timeouts bound the call: spare the deadline
-		err = f(callCtx)
+	if c.bounded && !l.batched && !probe { // the client's own timeouts bound the call: spare the deadline
+		err = f(callCtx, l)
 	} else {
 		tctx, cancel := context.WithTimeout(callCtx, c.opts.Timeout)
-		err = f(tctx)
+		err = f(tctx, l)
 		cancel()
 	}
 	switch {

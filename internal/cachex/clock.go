@@ -24,7 +24,9 @@ func (c *Cache[V]) syncClock(ctx context.Context) {
 	defer cancel()
 	sent := c.opts.Now()
 	cmd := redis.NewTimeCmd(ctx, "time")
-	if err := c.conn.do(ctx, cmd); err != nil {
+	l := c.conn.enter()
+	defer l.leave()
+	if err := l.do(ctx, cmd); err != nil {
 		return
 	}
 	server := cmd.Val()

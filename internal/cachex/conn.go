@@ -3,48 +3,75 @@ package cachex
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// conn sends the cache's commands. Over a plain client (or cluster, or
-// ring) they go through it. Over an AutoPipeliner they ride the deferred
-// face of the same client (ap), whose batches they share with every other
-// caller, and each caller waits for its reply only as long as its context
-// allows: an AutoPipeliner runs a queued command on its own context, so a
-// per-call deadline would otherwise not bound the wait
+// conn sends the cache's commands, each call on one of two lanes: straight
+// through the client, or through the deferred face of its AutoPipeliner
+// (ap), whose batches it shares with every other caller. An AutoPipeliner
+// runs a queued command on its own context, so on that lane a caller waits
+// for its reply only as long as its context allows
 // (docs/cachex.md#clients).
+//
+// Given an AutoPipeliner, every call takes its lane. With
+// Options.AutoPipeline over a plain client, a call takes it only while
+// another call of the cache is in flight: a call alone has nothing to batch
+// with and would only pay the hand-off to the AutoPipeliner's goroutine.
 type conn struct {
-	rdb redis.UniversalClient
-	ap  *redis.AutoPipeliner // nil unless rdb is an AutoPipeliner
+	rdb      redis.UniversalClient
+	ap       *redis.AutoPipeliner // nil: the plain lane only
+	adaptive bool                 // a call alone takes the plain lane
+	inFlight atomic.Int64
 }
 
-// newConn returns the conn of rdb.
-func newConn(rdb redis.UniversalClient) (conn, error) {
-	given, ok := rdb.(*redis.AutoPipeliner)
-	if !ok {
-		return conn{rdb: rdb}, nil
+// newConn returns the conn of rdb; autoPipeline is Options.AutoPipeline.
+func newConn(rdb redis.UniversalClient, autoPipeline bool) (*conn, error) {
+	given, isAP := rdb.(*redis.AutoPipeliner)
+	if !isAP && !autoPipeline {
+		return &conn{rdb: rdb}, nil
 	}
-	ap, err := given.AsyncAutoPipeline()
+	var ap *redis.AutoPipeliner
+	var err error
+	if isAP {
+		ap, err = given.AsyncAutoPipeline()
+	} else {
+		ap, err = rdb.AsyncAutoPipeline()
+	}
 	if err != nil {
-		return conn{}, err
+		return nil, err
 	}
-	return conn{rdb: rdb, ap: ap}, nil
+	return &conn{rdb: rdb, ap: ap, adaptive: !isAP}, nil
 }
+
+// A lane is the path of one call; leave ends it.
+type lane struct {
+	c       *conn
+	batched bool
+}
+
+// enter picks the lane of a call.
+func (c *conn) enter() lane {
+	n := c.inFlight.Add(1)
+	return lane{c: c, batched: c.ap != nil && (!c.adaptive || n > 1)}
+}
+
+func (l lane) leave() { l.c.inFlight.Add(-1) }
 
 // do sends cmd and waits for its reply until ctx ends. After an error of
 // ctx the reply may still be on its way: the caller must not read cmd.
-func (c conn) do(ctx context.Context, cmd redis.Cmder) error {
-	if c.ap == nil {
-		return c.rdb.Process(ctx, cmd)
+func (l lane) do(ctx context.Context, cmd redis.Cmder) error {
+	if !l.batched {
+		return l.c.rdb.Process(ctx, cmd)
 	}
-	return c.ap.Submit(ctx, cmd).WaitContext(ctx)
+	return l.c.ap.Submit(ctx, cmd).WaitContext(ctx)
 }
 
 // get returns the string at key; redis.Nil when there is none.
-func (c conn) get(ctx context.Context, key string) (string, error) {
+func (l lane) get(ctx context.Context, key string) (string, error) {
 	cmd := redis.NewStringCmd(ctx, "get", key)
-	if err := c.do(ctx, cmd); err != nil {
+	if err := l.do(ctx, cmd); err != nil {
 		return "", err
 	}
 	return cmd.Result()
@@ -52,39 +79,39 @@ func (c conn) get(ctx context.Context, key string) (string, error) {
 
 // run runs script s by its SHA, and by its source when the server does not
 // know the SHA yet, as redis.Script.Run does. (A Pipeline is the Scripter
-// that builds the commands without sending them.)
-// The caller reads cmd only when err is not one of ctx (see do).
-func (c conn) run(ctx context.Context, s *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
-	if c.ap == nil {
-		cmd := s.Run(ctx, c.rdb, keys, args...)
+// that builds the commands without sending them.) The caller reads cmd
+// only when err is not one of ctx (see do).
+func (l lane) run(ctx context.Context, s *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
+	if !l.batched {
+		cmd := s.Run(ctx, l.c.rdb, keys, args...)
 		return cmd, cmd.Err()
 	}
-	build := c.rdb.Pipeline()
+	build := l.c.rdb.Pipeline()
 	cmd := s.EvalSha(ctx, build, keys, args...)
-	if err := c.do(ctx, cmd); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+	if err := l.do(ctx, cmd); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return cmd, err
 	}
 	cmd = s.Eval(ctx, build, keys, args...)
-	return cmd, c.do(ctx, cmd)
+	return cmd, l.do(ctx, cmd)
 }
 
-// pipelined sends the commands fn queues in one round trip per node (over
-// an AutoPipeliner: into the shared batches) and returns the first error
-// among them. After an error of ctx some replies may still be on their way:
-// the caller must read none of the commands.
-func (c conn) pipelined(ctx context.Context, fn func(redis.Pipeliner) error) error {
-	if c.ap == nil {
-		_, err := c.rdb.Pipelined(ctx, fn)
+// pipelined sends the commands fn queues in one round trip per node (on the
+// batched lane: into the shared batches) and returns the first error among
+// them. After an error of ctx some replies may still be on their way: the
+// caller must read none of the commands.
+func (l lane) pipelined(ctx context.Context, fn func(redis.Pipeliner) error) error {
+	if !l.batched {
+		_, err := l.c.rdb.Pipelined(ctx, fn)
 		return err
 	}
-	p := c.rdb.Pipeline()
+	p := l.c.rdb.Pipeline()
 	if err := fn(p); err != nil {
 		return err
 	}
 	cmds := p.(interface{ Cmds() []redis.Cmder }).Cmds()
 	futures := make([]redis.AutoFuture, len(cmds))
 	for i, cmd := range cmds {
-		futures[i] = c.ap.Submit(ctx, cmd)
+		futures[i] = l.c.ap.Submit(ctx, cmd)
 	}
 	var first error
 	for _, f := range futures {

@@ -55,9 +55,9 @@ func (c *Cache[V]) lookup(ctx context.Context, rk string) (e entry, v V, found, 
 		return e, v, false, true, nil
 	}
 	var raw string
-	err = c.redisCall(ctx, "get", func(ctx context.Context) error {
+	err = c.redisCall(ctx, "get", func(ctx context.Context, l lane) error {
 		var err error
-		raw, err = c.conn.get(ctx, rk)
+		raw, err = l.get(ctx, rk)
 		return err
 	})
 	switch {
@@ -294,8 +294,8 @@ func (c *Cache[V]) lock(ctx context.Context, rk, token, seen string) (int, error
 		return 0, errBreakerOpen
 	}
 	var state int64
-	err := c.redisCall(ctx, "lock", func(ctx context.Context) error {
-		cmd, err := c.conn.run(ctx, c.scripts.lock, []string{rk, lockKey(rk)}, token, c.opts.LoadTimeout.Milliseconds(), seen)
+	err := c.redisCall(ctx, "lock", func(ctx context.Context, l lane) error {
+		cmd, err := l.run(ctx, c.scripts.lock, []string{rk, lockKey(rk)}, token, c.opts.LoadTimeout.Milliseconds(), seen)
 		if err == nil {
 			state, err = cmd.Int64()
 		}
@@ -311,8 +311,8 @@ func (c *Cache[V]) unlock(rk, token string) {
 	}
 	// Not under c.base: a lock must be released also when Close cancelled
 	// the recompute that held it.
-	_ = c.redisCall(context.Background(), "unlock", func(ctx context.Context) error {
-		_, err := c.conn.run(ctx, c.scripts.unlock, []string{lockKey(rk)}, token)
+	_ = c.redisCall(context.Background(), "unlock", func(ctx context.Context, l lane) error {
+		_, err := l.run(ctx, c.scripts.unlock, []string{lockKey(rk)}, token)
 		return err
 	})
 }
@@ -340,12 +340,12 @@ func (c *Cache[V]) store(ctx context.Context, rk, token, seen string, v V, loadE
 	// The write (and the release of the lock with it) happens even when the
 	// caller's context ended meanwhile, or Close cancelled the recompute.
 	var cmd *redis.Cmd
-	err := c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
+	err := c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context, l lane) error {
 		var err error
 		if token != "" {
-			cmd, err = c.conn.run(ctx, c.scripts.finish, []string{rk, lockKey(rk)}, token, payload, keep.Milliseconds())
+			cmd, err = l.run(ctx, c.scripts.finish, []string{rk, lockKey(rk)}, token, payload, keep.Milliseconds())
 		} else {
-			cmd, err = c.conn.run(ctx, c.scripts.put, []string{rk}, seen, payload, keep.Milliseconds())
+			cmd, err = l.run(ctx, c.scripts.put, []string{rk}, seen, payload, keep.Milliseconds())
 		}
 		return err
 	})

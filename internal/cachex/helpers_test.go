@@ -26,10 +26,11 @@ func client(t testing.TB, node *testenv.RedisNode) *redis.Client {
 }
 
 // newCache builds a cache on its own registry, closed at the end of the test.
-// Under TestOverAutoPipeliner it builds it over rdb's AutoPipeliner instead.
+// Under TestOverAutoPipeliner it builds it over rdb's AutoPipeliner instead,
+// under TestWithAutoPipelineOption with Options.AutoPipeline.
 func newCache[V any](t testing.TB, rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache[V], *prometheus.Registry) {
 	t.Helper()
-	rdb = overKind(t, rdb)
+	rdb, opts = overKind(t, rdb, opts)
 	reg := prometheus.NewRegistry()
 	if opts.Registerer == nil {
 		opts.Registerer = reg

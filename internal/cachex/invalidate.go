@@ -22,8 +22,8 @@ func (c *Cache[V]) Invalidate(ctx context.Context, keys ...string) error {
 	// still send: loads end at LoadTimeout, their writes Timeout later.
 	keep := c.opts.TTL + c.opts.Grace + c.opts.LoadTimeout + c.opts.Timeout
 	tomb := tombstone(c.now())
-	err := c.redisCall(ctx, "del", func(ctx context.Context) error {
-		return c.conn.pipelined(ctx, func(p redis.Pipeliner) error {
+	err := c.redisCall(ctx, "del", func(ctx context.Context, l lane) error {
+		return l.pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
 				base := "{" + c.opts.Prefix + k + "}"
 				for _, versions := range c.invalidated {

@@ -1,43 +1,78 @@
 package cachex
 
 import (
+	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-lab/stampede/internal/testenv"
 )
 
-// autoPipelined names the test that runs the package's tests again, each
-// cache built over an AutoPipeliner of the client the test made.
-const autoPipelined = "TestOverAutoPipeliner"
+// autoPipelined and autoPipelineOption name the tests that run the
+// package's tests again: each cache built over an AutoPipeliner of the
+// client the test made, or over the client with Options.AutoPipeline.
+const (
+	autoPipelined      = "TestOverAutoPipeliner"
+	autoPipelineOption = "TestWithAutoPipelineOption"
+)
 
-// overKind returns rdb, or its AutoPipeliner when t runs under
-// TestOverAutoPipeliner.
-func overKind(t testing.TB, rdb redis.UniversalClient) redis.UniversalClient {
+// overKind returns the client and options of a cache of the test t: rdb and
+// opts, or under TestOverAutoPipeliner rdb's AutoPipeliner, or under
+// TestWithAutoPipelineOption opts with AutoPipeline set.
+func overKind(t testing.TB, rdb redis.UniversalClient, opts Options) (redis.UniversalClient, Options) {
 	t.Helper()
+	if strings.HasPrefix(t.Name(), autoPipelineOption+"/") {
+		opts.AutoPipeline = true
+		return rdb, opts
+	}
 	if !strings.HasPrefix(t.Name(), autoPipelined+"/") {
-		return rdb
+		return rdb, opts
 	}
 	if _, ok := rdb.(*redis.AutoPipeliner); ok {
-		return rdb
+		return rdb, opts
 	}
 	ap, err := rdb.AutoPipeline()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ap
+	return ap, opts
 }
 
-// TestOverAutoPipeliner runs the tests of the table over the second kind of
+// TestOverAutoPipeliner runs the tests of everyKind over the second kind of
 // client (docs/cachex.md#clients): every cache they build rides go-redis's
 // AutoPipeliner, scripts, pipelines and cluster paths included.
 func TestOverAutoPipeliner(t *testing.T) {
-	tests := []struct {
+	for _, tt := range everyKind() {
+		t.Run(tt.name, tt.run)
+	}
+}
+
+// TestWithAutoPipelineOption runs the same tests with every cache built
+// with Options.AutoPipeline: a call alone goes straight through the client,
+// a call while another is in flight through its AutoPipeliner.
+func TestWithAutoPipelineOption(t *testing.T) {
+	for _, tt := range everyKind() {
+		t.Run(tt.name, tt.run)
+	}
+}
+
+// everyKind are the tests that run over every kind of client.
+func everyKind() []struct {
+	name string
+	run  func(*testing.T)
+} {
+	return []struct {
 		name string
 		run  func(*testing.T)
 	}{
@@ -80,9 +115,6 @@ func TestOverAutoPipeliner(t *testing.T) {
 		{"TestReuseDecodedServesOnlyTheSameEnvelope", TestReuseDecodedServesOnlyTheSameEnvelope},
 		{"TestReuseDecodedIsBoundedAndOffByDefault", TestReuseDecodedIsBoundedAndOffByDefault},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, tt.run)
-	}
 }
 
 // notOverAutoPipeliner are the tests TestOverAutoPipeliner leaves out, and
@@ -122,11 +154,74 @@ func TestOverAutoPipelinerListsEveryTest(t *testing.T) {
 			}
 			name := fn.Name.Name
 			switch {
-			case name == "TestMain" || name == autoPipelined || name == "TestOverAutoPipelinerListsEveryTest":
+			case name == "TestMain" || name == autoPipelined || name == autoPipelineOption || name == "TestOverAutoPipelinerListsEveryTest",
+				name == "TestAutoPipelineOptionBatchesOnlyOverlappingCalls":
 			case notOverAutoPipeliner[name] != "":
 			case !strings.Contains(string(src), "{\""+name+"\", "+name+"}"):
 				t.Errorf("%s: %s runs over a plain client only: add it to TestOverAutoPipeliner's table or to notOverAutoPipeliner with a reason", f, name)
 			}
 		}
+	}
+}
+
+// lanes counts GETs sent on their own and GETs sent in pipelines (an
+// AutoPipeliner's batches are pipelines).
+type lanes struct{ alone, batched atomic.Int64 }
+
+func (h *lanes) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *lanes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "get" {
+			h.alone.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *lanes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if cmd.Name() == "get" {
+				h.batched.Add(1)
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// With Options.AutoPipeline a read alone goes straight through the client,
+// and reads that overlap go through its AutoPipeliner.
+func TestAutoPipelineOptionBatchesOnlyOverlappingCalls(t *testing.T) {
+	rdb := client(t, testenv.Redis(t))
+	h := &lanes{}
+	rdb.AddHook(h)
+	c, err := New(rdb, JSON[string]{}, Options{Name: "lanes", TTL: time.Minute, AutoPipeline: true, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx := context.Background()
+	load := func(context.Context) (string, error) { return "v", nil }
+	for range 20 {
+		if _, err := c.Get(ctx, "k", load); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, b := h.alone.Load(), h.batched.Load(); a != 20 || b != 0 {
+		t.Fatalf("20 reads one after another: %d GETs alone, %d batched; want 20 and 0", a, b)
+	}
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for range 50 {
+				if _, err := c.Get(ctx, "k", load); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if a, b := h.alone.Load()-20, h.batched.Load(); a+b != 32*50 || b == 0 {
+		t.Fatalf("32 goroutines' 1600 reads: %d GETs alone, %d batched; want some batched, all sent", a, b)
 	}
 }

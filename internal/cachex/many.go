@@ -109,9 +109,9 @@ func (c *Cache[V]) readMany(ctx context.Context, keys []string) (entries []entry
 	}
 	rks := c.redisKeys(keys)
 	var raws []any
-	err = c.redisCall(ctx, "get", func(ctx context.Context) error {
+	err = c.redisCall(ctx, "get", func(ctx context.Context, l lane) error {
 		var err error
-		raws, err = c.fetch(ctx, rks)
+		raws, err = c.fetch(ctx, l, rks)
 		return err
 	})
 	switch {
@@ -157,16 +157,18 @@ const mgetBatch = 500
 
 // fetch reads rks in one round trip per node: MGETs of at most mgetBatch
 // keys (pipelined when there are more) on one server, GETs on a cluster (no
-// cross-slot command) or an AutoPipeliner (whose batches serve either). A
-// missing key is a nil; the error is the first that is not a missing key, so
-// a node that cannot be reached is never hidden behind another's miss.
-func (c *Cache[V]) fetch(ctx context.Context, rks []string) ([]any, error) {
+// cross-slot command) or on the batched lane (whose AutoPipeliner may serve
+// either). A missing key is a nil; the error is the first that is not a
+// missing key, so a node that cannot be reached is never hidden behind
+// another's miss.
+func (c *Cache[V]) fetch(ctx context.Context, l lane, rks []string) ([]any, error) {
 	single, ok := c.conn.rdb.(*redis.Client)
+	ok = ok && !l.batched
 	if ok && len(rks) <= mgetBatch {
 		return single.MGet(ctx, rks...).Result()
 	}
 	var cmds []redis.Cmder
-	err := c.conn.pipelined(ctx, func(p redis.Pipeliner) error {
+	err := l.pipelined(ctx, func(p redis.Pipeliner) error {
 		if ok {
 			for at := 0; at < len(rks); at += mgetBatch {
 				cmds = append(cmds, p.MGet(ctx, rks[at:min(at+mgetBatch, len(rks))]...))
@@ -406,8 +408,8 @@ func (c *Cache[V]) storeMany(ctx context.Context, keys []string, vals map[string
 		return
 	}
 	puts := make([]*redis.Cmd, 0, len(keys))
-	err := c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
-		return c.conn.pipelined(ctx, func(p redis.Pipeliner) error {
+	err := c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context, l lane) error {
+		return l.pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
 				v, found := vals[k]
 				var payload []byte
@@ -443,8 +445,8 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 	}
 	token := newToken() // one token for the batch: each lock is still per key
 	locks := make([]*redis.Cmd, len(keys))
-	err := c.redisCall(ctx, "lock", func(ctx context.Context) error {
-		err := c.conn.pipelined(ctx, func(p redis.Pipeliner) error {
+	err := c.redisCall(ctx, "lock", func(ctx context.Context, l lane) error {
+		err := l.pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, k := range keys {
 				rk := c.redisKey(k)
 				locks[i] = c.scripts.lock.Eval(ctx, p, []string{rk, lockKey(rk)}, token, c.opts.LoadTimeout.Milliseconds(), seen[k].identity())
@@ -486,8 +488,8 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 		c.countRecomputes(reasonEarly, len(mine), err)
 	}
 	var finishes []*redis.Cmd
-	werr := c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context) error {
-		return c.conn.pipelined(ctx, func(p redis.Pipeliner) error {
+	werr := c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context, l lane) error {
+		return l.pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range mine {
 				rk := c.redisKey(k)
 				if err != nil { // release; keep serving the current values

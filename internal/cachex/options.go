@@ -78,6 +78,13 @@ type Options struct {
 	// read and write timeouts are within Timeout spares each call a context
 	// deadline (about 5 allocations per read).
 	Timeout time.Duration
+	// AutoPipeline sends the cache's commands through the client's
+	// AutoPipeliner whenever another of its calls is in flight, and straight
+	// through the client when a call is alone (nothing to batch with). It
+	// needs a *redis.Client, *redis.ClusterClient or *redis.Ring; a client
+	// that is itself an AutoPipeliner batches every call.
+	// docs/cachex.md#clients.
+	AutoPipeline bool
 	// LoadTimeout bounds a recompute, which runs detached from the caller's
 	// context so that one caller giving up does not fail the others waiting
 	// for the same key. Default 10s.
