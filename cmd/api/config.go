@@ -106,7 +106,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (s
 	fs.DurationVar(&c.sweepEvery, "sweep-every", 10*time.Second, "how often expired reservations are swept and their units given back")
 	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	fs.StringVar(&format, "log-format", env("LOG_FORMAT", "text"), "text or json (env LOG_FORMAT)")
-	fs.BoolVar(&c.autoPipeline, "redis-autopipeline", envBool("REDIS_AUTOPIPELINE", true), "send the caches' and the lock's Redis commands through go-redis's AutoPipeliner, batched with other requests' (env REDIS_AUTOPIPELINE: "+boolValues+")")
+	fs.BoolVar(&c.autoPipeline, "redis-autopipeline", envBool("REDIS_AUTOPIPELINE", true), "batch the caches' Redis commands with other requests' while requests overlap, and the lock's always, through go-redis's AutoPipeliner (env REDIS_AUTOPIPELINE: "+boolValues+")")
 	var reuse string
 	fs.StringVar(&reuse, "reuse-decoded", env("REUSE_DECODED", "4096"), "how many product and category-stats values to keep decoded for hits on an unchanged entry; 0 turns it off (env REUSE_DECODED)")
 	fs.BoolVar(&c.migrate, "migrate", envBool("MIGRATE", true), "apply migrations before serving (env MIGRATE: "+boolValues+")")

@@ -39,8 +39,8 @@ type Config struct {
 	StatsTTL   time.Duration // [10s] short, so that stampedes are frequent in the demo
 	TopTTL     time.Duration // [30s]
 	SearchTTL  time.Duration // [30s] searches are not invalidated by updates: this bounds staleness
-	// AutoPipeline builds the caches over Cache's AutoPipeliner: their
-	// commands share round trips with every other request's
+	// AutoPipeline is cachex.Options.AutoPipeline of every cache: while
+	// requests overlap, their commands share round trips
 	// (docs/cachex.md#clients).
 	AutoPipeline bool
 	// ReuseDecoded is cachex.Options.ReuseDecoded of the product and
@@ -103,24 +103,18 @@ func NewService(cfg Config) (*Service, error) {
 		holdTTL: cmp.Or(cfg.HoldTTL, DefaultHoldTTL)}
 	opts := func(name string, ttl time.Duration, reuse int) cachex.Options {
 		return cachex.Options{Name: name, TTL: ttl, Timeout: cfg.CacheTimeout, Registerer: cfg.Registerer, NegativeTTL: 5 * time.Second, Logger: cfg.Logger,
-			ReuseDecoded: reuse}
+			AutoPipeline: cfg.AutoPipeline, ReuseDecoded: reuse}
 	}
-	var rdb redis.UniversalClient = cfg.Cache
-	if cfg.AutoPipeline {
-		if rdb, err = cfg.Cache.AutoPipeline(); err != nil {
-			return nil, err
-		}
-	}
-	if s.product, err = cachex.New(rdb, cachex.JSON[Product]{}, opts("product", def(cfg.ProductTTL, time.Minute), cfg.ReuseDecoded)); err != nil {
+	if s.product, err = cachex.New(cfg.Cache, cachex.JSON[Product]{}, opts("product", def(cfg.ProductTTL, time.Minute), cfg.ReuseDecoded)); err != nil {
 		return nil, err
 	}
-	if s.stats, err = cachex.New(rdb, cachex.JSON[CategoryStats]{}, opts("category_stats", def(cfg.StatsTTL, 10*time.Second), cfg.ReuseDecoded)); err != nil {
+	if s.stats, err = cachex.New(cfg.Cache, cachex.JSON[CategoryStats]{}, opts("category_stats", def(cfg.StatsTTL, 10*time.Second), cfg.ReuseDecoded)); err != nil {
 		return nil, err
 	}
-	if s.top, err = cachex.New(rdb, cachex.JSON[[]TopProduct]{}, opts("top_products", def(cfg.TopTTL, 30*time.Second), 0)); err != nil {
+	if s.top, err = cachex.New(cfg.Cache, cachex.JSON[[]TopProduct]{}, opts("top_products", def(cfg.TopTTL, 30*time.Second), 0)); err != nil {
 		return nil, err
 	}
-	if s.search, err = cachex.New(rdb, cachex.JSON[[]SearchHit]{}, opts("search", def(cfg.SearchTTL, 30*time.Second), 0)); err != nil {
+	if s.search, err = cachex.New(cfg.Cache, cachex.JSON[[]SearchHit]{}, opts("search", def(cfg.SearchTTL, 30*time.Second), 0)); err != nil {
 		return nil, err
 	}
 	s.reservations = prometheus.NewCounterVec(prometheus.CounterOpts{
