@@ -98,7 +98,8 @@ type body func(ctx context.Context, i int) (product, error)
 //   - raw-ap: the same through the client's AutoPipeliner;
 //   - cachex: Cache[product] with the JSON codec (its default);
 //   - cachex-ap: the same over the AutoPipeliner;
-//   - cachex-ap-reuse: the same with ReuseDecoded;
+//   - cachex-auto: cachex with Options.AutoPipeline over the client;
+//   - cachex-auto-reuse: the same with ReuseDecoded;
 //   - rueidis: rueidis's GET (every connection pipelined) and
 //     json.Unmarshal;
 //   - rueidis-csc: rueidis's DoCache, served from its client-side cache
@@ -128,9 +129,10 @@ func BenchmarkPeerGet(b *testing.B) {
 	}{
 		{"raw", rawSide(b, rdb)},
 		{"raw-ap", rawSide(b, ap)},
-		{"cachex", cachexSide(b, rdb, 0, &calls)},
-		{"cachex-ap", cachexSide(b, ap, 0, &calls)},
-		{"cachex-ap-reuse", cachexSide(b, ap, 2*keys, &calls)},
+		{"cachex", cachexSide(b, rdb, false, 0, &calls)},
+		{"cachex-ap", cachexSide(b, ap, false, 0, &calls)},
+		{"cachex-auto", cachexSide(b, rdb, true, 0, &calls)},
+		{"cachex-auto-reuse", cachexSide(b, rdb, true, 2*keys, &calls)},
 		{"rueidis", rueidisSide(b, node.Addr(), false)},
 		{"rueidis-csc", rueidisSide(b, node.Addr(), true)},
 		{"goredis-cache", goredisCacheSide(b, rdb, "gc:", nil, &calls)},
@@ -211,11 +213,12 @@ func rawSide(b *testing.B, rdb redis.UniversalClient) body {
 var errMissed = errors.New("cachebench: a timed read missed")
 
 // cachexSide fills a cachex cache through its loader and reads with Get.
-func cachexSide(b *testing.B, rdb redis.UniversalClient, reuse int, calls *atomic.Int64) body {
+func cachexSide(b *testing.B, rdb redis.UniversalClient, auto bool, reuse int, calls *atomic.Int64) body {
 	c, err := cachex.New(rdb, cachex.JSON[product]{}, cachex.Options{
 		Name:         "peer",
 		TTL:          ttl,
 		Registerer:   prometheus.NewRegistry(),
+		AutoPipeline: auto,
 		ReuseDecoded: reuse,
 	})
 	if err != nil {
