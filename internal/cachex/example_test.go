@@ -134,3 +134,32 @@ func ExampleCache_SetStrategy() {
 	fmt.Println(c.SetStrategy(cachex.XFetch), c.SetStrategy("lru") != nil, c.Strategy())
 	// Output: <nil> true xfetch
 }
+
+// A cache for many concurrent readers: calls that overlap share round trips
+// through the client's AutoPipeliner, and a hit on an unchanged entry
+// returns the value decoded before (callers must not modify it).
+func ExampleOptions_autoPipeline() {
+	rdb := exampleRedis()
+	defer rdb.Close()
+	stats, err := cachex.New(rdb, cachex.JSON[CategoryStats]{}, cachex.Options{
+		Name:         "example_hot_stats",
+		TTL:          30 * time.Second,
+		AutoPipeline: true,
+		ReuseDecoded: 1024, // about twice the hot keys
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stats.Close()
+	ctx := context.Background()
+	_ = stats.Invalidate(ctx, "garden")
+
+	query := func(ctx context.Context) (CategoryStats, error) {
+		return CategoryStats{Products: 412, AvgPrice: 23.5}, nil
+	}
+	first, _ := stats.Get(ctx, "garden", query)  // a miss: computed and written
+	second, _ := stats.Get(ctx, "garden", query) // a hit: decoded, kept for reuse
+	third, _ := stats.Get(ctx, "garden", query)  // a hit on the same entry: reused
+	fmt.Println(first == second, second == third)
+	// Output: true true
+}
