@@ -50,7 +50,8 @@ type Cache[V any] struct {
 var ErrClosed = errors.New("cachex: cache closed")
 
 // New returns a cache over rdb (a *redis.Client, *redis.ClusterClient or
-// *redis.Ring) that encodes values with codec. It fails when the options are
+// *redis.Ring, or the *redis.AutoPipeliner of one: docs/cachex.md#clients)
+// that encodes values with codec. It fails when the options are
 // invalid, when the metrics cannot be registered, or when rdb could stall a
 // call beyond Options.Timeout (neither ContextTimeoutEnabled nor read and
 // write timeouts within it).

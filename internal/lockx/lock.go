@@ -102,8 +102,8 @@ func (lk *Lock) extend() {
 	every := lk.l.opts.TTL / 3
 	sent := time.Now()
 	n, quorum := len(lk.nodes), lk.l.quorum
-	got, rest := lk.l.round(lk.ctx, lk.nodes, sent.Add(lk.l.opts.Timeout), func(ctx context.Context, rdb node) (int64, error) {
-		return rdb.run(ctx, lk.l.scripts.extend, []string{lk.key}, lk.holder, lk.l.opts.TTL.Milliseconds())
+	got, rest := lk.l.round(lk.ctx, lk.nodes, sent.Add(lk.l.opts.Timeout), func(ctx context.Context, n node) (int64, error) {
+		return n.run(ctx, lk.l.scripts.extend, []string{lk.key}, lk.holder, lk.l.opts.TTL.Milliseconds())
 	}, func(got []reply, pending int) bool {
 		extended, gone := tallyExtensions(got)
 		return extended >= quorum || gone > n-quorum || extended+pending < quorum

@@ -33,8 +33,10 @@ type Locker struct {
 // context deadline of Options.Timeout, so New refuses a *redis.Client,
 // *redis.ClusterClient or *redis.Ring that ignores context deadlines
 // (redis.Options.ContextTimeoutEnabled false): with it, dialling, pool
-// waits, retries, reads and writes all end at the deadline. Other client
-// types must honour context deadlines themselves.
+// waits, retries, reads and writes all end at the deadline. An
+// *redis.AutoPipeliner of such a client is accepted too: a call's wait for
+// its reply ends at the deadline (docs/lockx.md#clients). Other client types
+// must honour context deadlines themselves.
 func New(nodes []redis.UniversalClient, opts Options) (*Locker, error) {
 	if len(nodes) == 0 {
 		return nil, errors.New("lockx: New needs at least one Redis client")
