@@ -62,13 +62,14 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &handlers{svc: cfg.Service, faults: cfg.Faults, adminToken: cfg.AdminToken, ready: cfg.Ready, checks: cfg.Checks, log: cfg.Logger}
+	h := &handlers{svc: cfg.Service, faults: cfg.Faults, adminToken: cfg.AdminToken, ready: cfg.Ready, checks: cfg.Checks,
+		log: slog.New(withRequestID{cfg.Logger.Handler()})}
 	m, err := newHTTPMetrics(cfg.Registry)
 	if err != nil {
 		return nil, err
 	}
 	r := chi.NewRouter()
-	r.Use(m.middleware, h.recoverer, middleware.GetHead) // HEAD on every GET route
+	r.Use(h.accessLog, m.middleware, h.recoverer, middleware.GetHead) // HEAD on every GET route
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, probNotFound.with("no route "+r.URL.Path))
 	})
