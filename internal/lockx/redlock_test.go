@@ -83,7 +83,10 @@ func TestRedlockPausedMinorityDoesNotStallAcquire(t *testing.T) {
 func TestRedlockWatchdogLosesWhenTheQuorumIsGone(t *testing.T) {
 	ctx := context.Background()
 	nodes := testenv.RedisNodes(t, 5)
-	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: 300 * time.Millisecond})
+	// A TTL of 1.5s gives each call 150ms (Timeout, TTL/10): at 300ms the
+	// 30ms calls failed on a loaded CI machine under -race, and no extension
+	// ever succeeded.
+	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: 1500 * time.Millisecond})
 	lk, err := l.Acquire(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +95,7 @@ func TestRedlockWatchdogLosesWhenTheQuorumIsGone(t *testing.T) {
 	for _, n := range nodes[:2] {
 		_ = n.Client().Del(ctx, l.lockKey("r")).Err()
 	}
-	waitFor(t, "an extension by the remaining quorum", 5*time.Second, func() bool { return testutil.ToFloat64(l.m.extOK) >= 2 })
+	waitFor(t, "an extension by the remaining quorum", 10*time.Second, func() bool { return testutil.ToFloat64(l.m.extOK) >= 2 })
 	if lk.Context().Err() != nil {
 		t.Fatalf("lost with a quorum still holding: %v", context.Cause(lk.Context()))
 	}
