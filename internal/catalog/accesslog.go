@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
-
-	"github.com/go-chi/chi/v5"
 )
 
 // requestIDHeader carries a request's id: taken from the request when it is
@@ -66,16 +64,8 @@ func (h *handlers) accessLog(next http.Handler) http.Handler {
 		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-			route = rc.RoutePattern()
-		}
-		status := sw.status
-		if status == 0 { // nothing written: net/http answers 200
-			status = http.StatusOK
-		}
-		h.log.Log(r.Context(), slog.LevelDebug, "request", "method", methodLabel(r.Method), "route", route,
-			"status", status, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+		h.log.Log(r.Context(), slog.LevelDebug, "request", "method", methodLabel(r.Method), "route", routePattern(r),
+			"status", sw.answered(), "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	})
 }
 

@@ -97,7 +97,6 @@ func TestAccessLogAndRequestIDs(t *testing.T) {
 		t.Errorf("a made-up method logged as %v", a)
 	}
 
-
 	_, lines = send(http.MethodGet, "/readyz", "ready-check")
 	var warned bool
 	for _, l := range lines {

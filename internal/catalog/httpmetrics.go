@@ -69,19 +69,30 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// answered is the status the handler answered with: 200 when it wrote
+// nothing, as net/http does.
+func (w *statusWriter) answered() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+// routePattern is the chi pattern of the route that served r, or
+// "unmatched".
+func routePattern(r *http.Request) string {
+	if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+		return rc.RoutePattern()
+	}
+	return "unmatched"
+}
+
 func (m *httpMetrics) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-			route = rc.RoutePattern()
-		}
-		if sw.status == 0 {
-			sw.status = http.StatusOK
-		}
-		labels := []string{route, methodLabel(r.Method), strconv.Itoa(sw.status)}
+		labels := []string{routePattern(r), methodLabel(r.Method), strconv.Itoa(sw.answered())}
 		m.requests.WithLabelValues(labels...).Inc()
 		m.duration.WithLabelValues(labels...).Observe(time.Since(start).Seconds())
 	})
