@@ -32,6 +32,8 @@ type config struct {
 	healthURL     string
 	autoPipeline  bool
 	reuseDecoded  int
+	otlpEndpoint  string
+	traceSample   float64
 }
 
 // command is one subcommand of the api, for the help text.
@@ -105,7 +107,10 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (s
 	fs.StringVar(&holdTTL, "hold-ttl", env("HOLD_TTL", catalog.DefaultHoldTTL.String()), "how long a reservation holds its units before it expires, at least 1s (env HOLD_TTL)")
 	fs.DurationVar(&c.sweepEvery, "sweep-every", 10*time.Second, "how often expired reservations are swept and their units given back")
 	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
-	fs.StringVar(&format, "log-format", env("LOG_FORMAT", "text"), "text or json (env LOG_FORMAT)")
+	fs.StringVar(&format, "log-format", env("LOG_FORMAT", "json"), "json (one object per line) or text (env LOG_FORMAT)")
+	fs.StringVar(&c.otlpEndpoint, "otlp-endpoint", env("OTEL_EXPORTER_OTLP_ENDPOINT", ""), "base URL of an OTLP/HTTP trace receiver such as Jaeger's (http://127.0.0.1:4318); empty: no tracing (env OTEL_EXPORTER_OTLP_ENDPOINT)")
+	var sample string
+	fs.StringVar(&sample, "trace-sample", env("TRACE_SAMPLE", "0.1"), "fraction of the traces that start at the API to keep, 0 to 1; a caller's traceparent decides for its own (env TRACE_SAMPLE)")
 	fs.BoolVar(&c.autoPipeline, "redis-autopipeline", envBool("REDIS_AUTOPIPELINE", true), "batch the caches' Redis commands with other requests' while requests overlap, and the lock's always, through go-redis's AutoPipeliner (env REDIS_AUTOPIPELINE: "+boolValues+")")
 	var reuse string
 	fs.StringVar(&reuse, "reuse-decoded", env("REUSE_DECODED", "4096"), "how many product and category-stats values to keep decoded for hits on an unchanged entry; 0 turns it off (env REUSE_DECODED)")
@@ -136,6 +141,12 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (s
 	}
 	if c.reuseDecoded, err = strconv.Atoi(reuse); err != nil || c.reuseDecoded < 0 || c.reuseDecoded > 1<<20 {
 		return "", config{}, fmt.Errorf("-reuse-decoded must be a whole number from 0 to %d, got %q", 1<<20, reuse)
+	}
+	if c.traceSample, err = strconv.ParseFloat(sample, 64); err != nil || !(c.traceSample >= 0 && c.traceSample <= 1) {
+		return "", config{}, fmt.Errorf("-trace-sample must be a number from 0 to 1, got %q", sample)
+	}
+	if err := checkOTLPEndpoint(c.otlpEndpoint); err != nil {
+		return "", config{}, err
 	}
 	m, err := catalog.ParseMode(mode)
 	if err != nil {

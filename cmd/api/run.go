@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/stampede-lab/stampede/internal/catalog"
 	"github.com/stampede-lab/stampede/internal/lockx"
@@ -54,6 +56,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// server whose reservations hold a connection through a pause.
 		poolCfg.MaxConns = 32
 	}
+	var tp *sdktrace.TracerProvider
+	if cmd == "serve" {
+		if tp, err = tracerProvider(ctx, cfg.otlpEndpoint, cfg.traceSample); err != nil {
+			return err
+		}
+		if tp != nil {
+			defer func() { // flush the spans still batched
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				_ = tp.Shutdown(sctx)
+			}()
+		}
+		tracePostgres(poolCfg, tp)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
@@ -80,7 +96,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 	}
-	return serve(ctx, cfg, pool, log, stdout)
+	return serve(ctx, cfg, pool, tp, log, stdout)
 }
 
 func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
@@ -136,7 +152,11 @@ func healthChecks(pool *pgxpool.Pool, cache *redis.Client, locks []redis.Univers
 	return checks
 }
 
-func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger, stdout io.Writer) error {
+func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, sdk *sdktrace.TracerProvider, log *slog.Logger, stdout io.Writer) error {
+	var tp trace.TracerProvider // stays nil, not a nil *TracerProvider, when tracing is off
+	if sdk != nil {
+		tp = sdk
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -145,6 +165,9 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 		return err
 	}
 	defer cacheRedis.Close()
+	if err := traceRedis(cacheRedis, sdk); err != nil {
+		return err
+	}
 	var lockNodes []redis.UniversalClient
 	for _, u := range cfg.lockRedisURLs {
 		c, err := redisClient(u, true)
@@ -152,6 +175,9 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 			return err
 		}
 		defer c.Close()
+		if err := traceRedis(c, sdk); err != nil {
+			return err
+		}
 		if !cfg.autoPipeline {
 			lockNodes = append(lockNodes, c)
 			continue
@@ -180,7 +206,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 	// transaction, bounded by the lock's context; a holder paused past the
 	// TTL (the admin pause knob) loses the lock, and its write is fenced.
 	locker, err := lockx.New(lockNodes, lockx.Options{
-		Name: "inventory", TTL: lockTTL, Wait: 2 * time.Second, NoWatchdog: true, Registerer: reg,
+		Name: "inventory", TTL: lockTTL, Wait: 2 * time.Second, NoWatchdog: true, Registerer: reg, TracerProvider: tp,
 	})
 	if err != nil {
 		return err
@@ -200,7 +226,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 
 	svc, err := catalog.NewService(catalog.Config{
 		Store: store, Warehouse: warehouse, Mode: cfg.mode, HoldTTL: cfg.holdTTL, Cache: cacheRedis, Locker: locker, Faults: faults, Registerer: reg, Logger: log,
-		AutoPipeline: cfg.autoPipeline, ReuseDecoded: cfg.reuseDecoded,
+		AutoPipeline: cfg.autoPipeline, ReuseDecoded: cfg.reuseDecoded, TracerProvider: tp,
 	})
 	if err != nil {
 		return err
@@ -208,7 +234,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 	defer svc.Close()
 
 	handler, err := catalog.NewHandler(catalog.HandlerConfig{
-		Service: svc, Faults: faults, AdminToken: cfg.adminToken, Registry: reg, Logger: log,
+		Service: svc, Faults: faults, AdminToken: cfg.adminToken, Registry: reg, Logger: log, TracerProvider: tp,
 		// Ready is Postgres alone: the API serves every read through a cache
 		// Redis outage, so that outage must not take every replica out of
 		// its load balancer at once. /health reports each dependency.
@@ -232,7 +258,8 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, log *slog.Logger
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	fmt.Fprintf(stdout, "api: listening on %s (admin API %s)\n", ln.Addr(), map[bool]string{true: "on", false: "off"}[cfg.adminToken != ""])
-	log.Info("listening", "addr", ln.Addr().String(), "lock_nodes", len(lockNodes), "redis_autopipeline", cfg.autoPipeline, "reuse_decoded", cfg.reuseDecoded)
+	log.Info("listening", "addr", ln.Addr().String(), "lock_nodes", len(lockNodes), "redis_autopipeline", cfg.autoPipeline, "reuse_decoded", cfg.reuseDecoded,
+		"otlp_endpoint", cfg.otlpEndpoint, "trace_sample", cfg.traceSample)
 
 	// Every replica sweeps expired holds; a hold's units come back once
 	// whichever sweeps it.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Cache is a read-through cache of values of type V in Redis. It is safe for
@@ -38,6 +39,7 @@ type Cache[V any] struct {
 	loading     chan struct{} // loader call slots (MaxLoads)
 	bounded     bool          // the client's own timeouts are within Options.Timeout
 	reused      *reuse[V]     // Options.ReuseDecoded; nil when off
+	tr          *tracer       // Options.TracerProvider; nil when off
 
 	base   context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -88,6 +90,7 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache
 		versions:   keyVersions(opts.Version),
 		bounded:    bounded,
 		reused:     newReuse[V](opts.ReuseDecoded),
+		tr:         newTracer(opts.TracerProvider, opts.Name),
 	}
 	c.invalidated = []string{c.versions}
 	for _, v := range opts.InvalidateVersions {
@@ -333,18 +336,16 @@ func (c *Cache[V]) loadSlot(ctx context.Context, reason string) (func(), error) 
 	}
 }
 
-// compute calls the loader, timing it (the XFetch delta) and counting it.
-func (c *Cache[V]) compute(ctx context.Context, load func(context.Context) (V, error), reason string) (V, time.Duration, error) {
+// compute calls the loader, timing it (the XFetch delta) and counting it;
+// attrs go on its span.
+func (c *Cache[V]) compute(ctx context.Context, load func(context.Context) (V, error), reason string, attrs ...attribute.KeyValue) (V, time.Duration, error) {
 	release, err := c.loadSlot(ctx, reason)
 	if err != nil {
 		var zero V
 		return zero, 0, err
 	}
 	defer release()
-	start := time.Now()
-	v, err := protect(c, func() (V, error) { return load(ctx) })
-	delta := time.Since(start)
-	c.m.duration.Observe(delta.Seconds())
+	v, delta, err := timeLoad(c, ctx, reason, 1, load, attrs...)
 	c.countRecomputes(reason, 1, err)
 	return v, delta, err
 }
@@ -352,14 +353,19 @@ func (c *Cache[V]) compute(ctx context.Context, load func(context.Context) (V, e
 // countRecomputes counts n recomputes done by one loader call that ended
 // with err; a not-found answer is a success.
 func (c *Cache[V]) countRecomputes(reason string, n int, err error) {
-	status := "ok"
+	c.m.recomputes[[2]string{reason, loadStatus(err)}].Add(float64(n))
+}
+
+// loadStatus is the status of a loader call that ended with err: ok (a
+// not-found answer too), error or panic.
+func loadStatus(err error) string {
 	switch {
 	case errors.Is(err, ErrLoaderPanic):
-		status = "panic"
+		return "panic"
 	case err != nil && !errors.Is(err, ErrNotFound):
-		status = "error"
+		return "error"
 	}
-	c.m.recomputes[[2]string{reason, status}].Add(float64(n))
+	return "ok"
 }
 
 // detached returns a context for work that outlives the caller: it keeps the

@@ -3,14 +3,17 @@ package cachex
 import (
 	"context"
 	"sync"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // flight is one in-process recompute of a key that any number of callers
 // wait for. Its outcome fields are written once, before done is closed.
 type flight[V any] struct {
 	done   chan struct{}
-	seen   string     // the identity of what its leader read in Redis
-	prev   *flight[V] // the flight it replaced, whose load must end before its own starts
+	seen   string            // the identity of what its leader read in Redis
+	origin trace.SpanContext // the leader's span, which its waiters link to
+	prev   *flight[V]        // the flight it replaced, whose load must end before its own starts
 	val    V
 	err    error
 	result string // what the wait amounts to: resultMiss, resultStale or resultBypass
@@ -41,7 +44,7 @@ type flights[V any] struct {
 // (seen); otherwise it starts a new flight, whose load waits for the older
 // one's (after). So a read begun after an Invalidate never gets an older
 // load's value (docs/cachex.md#failure-behaviour).
-func (fs *flights[V]) join(key, seen string) (*flight[V], bool) {
+func (fs *flights[V]) join(key, seen string, origin trace.SpanContext) (*flight[V], bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	old, ok := fs.m[key]
@@ -52,7 +55,7 @@ func (fs *flights[V]) join(key, seen string) (*flight[V], bool) {
 	if fs.m == nil {
 		fs.m = make(map[string]*flight[V])
 	}
-	f := &flight[V]{done: make(chan struct{}), waiters: 1, seen: seen, prev: old}
+	f := &flight[V]{done: make(chan struct{}), waiters: 1, seen: seen, prev: old, origin: origin}
 	fs.m[key] = f
 	return f, true
 }

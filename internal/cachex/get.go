@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Get returns the value of key, calling load when the cache has no fresh
@@ -18,14 +20,18 @@ import (
 // expired value within Grace; ErrNotFound is returned (cached with
 // NegativeTTL). load keeps ctx's values, not its cancellation, is bounded by
 // LoadTimeout and may outlive Get (docs/cachex.md#reads-that-never-wait).
-func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Context) (V, error), opts ...GetOption) (V, error) {
+func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Context) (V, error), opts ...GetOption) (v V, err error) {
 	if c.isClosed() {
-		var zero V
-		return zero, ErrClosed
+		return v, ErrClosed
+	}
+	if c.tr != nil {
+		var span trace.Span
+		ctx, span = c.tr.start(ctx, spanGet, attribute.String("cachex.key", key))
+		defer func() { end(span, err) }()
 	}
 	switch c.Strategy() {
 	case None:
-		c.m.gets[resultMiss].Inc()
+		c.count(ctx, resultMiss)
 		v, _, err := c.compute(ctx, load, reasonMiss)
 		return v, err
 	case TTL:
@@ -101,17 +107,17 @@ func (c *Cache[V]) getXFetch(ctx context.Context, key string, load func(context.
 		now := c.now()
 		if now.Before(e.expiry) {
 			if shouldRefresh(now, e.expiry, e.delta, beta, uniformOpen(c.opts.Rand())) {
-				c.m.gets[resultEarlyRefresh].Inc()
+				c.count(ctx, resultEarlyRefresh)
 				c.refreshAsync(ctx, key, load, e, e.expiry.Sub(now))
 			} else {
-				c.m.gets[resultHit].Inc()
+				c.count(ctx, resultHit)
 			}
 			return v, c.negativeErr(e)
 		}
 		if c.refreshInFlight(key) {
 			// Expired a moment ago while this process refreshes it: serve
 			// the old value until the new one lands rather than wait.
-			c.m.gets[resultStale].Inc()
+			c.count(ctx, resultStale)
 			return v, c.negativeErr(e)
 		}
 		return c.recompute(ctx, key, load, e, true)
@@ -138,7 +144,7 @@ func (c *Cache[V]) getTTL(ctx context.Context, key string, load func(context.Con
 		return c.bypass(ctx, key, load)
 	}
 	if found && c.now().Before(e.expiry) {
-		c.m.gets[resultHit].Inc()
+		c.count(ctx, resultHit)
 		return v, c.negativeErr(e)
 	}
 	reason := reasonMiss
@@ -148,13 +154,13 @@ func (c *Cache[V]) getTTL(ctx context.Context, key string, load func(context.Con
 	nv, delta, lerr := c.compute(ctx, load, reason)
 	if lerr != nil && !errors.Is(lerr, ErrNotFound) {
 		if found {
-			c.m.gets[resultStale].Inc()
+			c.count(ctx, resultStale)
 			return v, c.negativeErr(e)
 		}
-		c.m.gets[resultMiss].Inc()
+		c.count(ctx, resultMiss)
 		return nv, lerr
 	}
-	c.m.gets[resultMiss].Inc()
+	c.count(ctx, resultMiss)
 	c.store(ctx, rk, "", e.identity(), nv, lerr, delta)
 	return nv, lerr
 }
@@ -165,7 +171,7 @@ const bypassSeen = "bypass"
 
 // bypass computes without Redis, one recompute per key in this process.
 func (c *Cache[V]) bypass(ctx context.Context, key string, load func(context.Context) (V, error)) (V, error) {
-	f, leader := c.loads.join(key, bypassSeen)
+	f, leader := c.loads.join(key, bypassSeen, c.origin(ctx))
 	if leader {
 		lctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
 		c.loads.start([]*flight[V]{f}, cancel)
@@ -177,7 +183,7 @@ func (c *Cache[V]) bypass(ctx context.Context, key string, load func(context.Con
 		})
 	}
 	v, _, err := c.loads.wait(ctx, key, f)
-	c.m.gets[resultBypass].Inc()
+	c.count(ctx, resultBypass)
 	return v, err
 }
 
@@ -185,7 +191,11 @@ func (c *Cache[V]) bypass(ctx context.Context, key string, load func(context.Con
 // waits for the key's one recompute in this process, which it starts if none
 // is in flight. (e is passed by value so that a hit never allocates it.)
 func (c *Cache[V]) recompute(ctx context.Context, key string, load func(context.Context) (V, error), e entry, expired bool) (V, error) {
-	f, leader := c.loads.join(key, e.identity())
+	f, leader := c.loads.join(key, e.identity(), c.origin(ctx))
+	if !leader && c.tr != nil {
+		// The recompute this read waits for is in the leader's trace.
+		trace.SpanFromContext(ctx).AddLink(trace.Link{SpanContext: f.origin})
+	}
 	if leader {
 		lctx, cancel := c.detached(ctx, c.opts.LoadTimeout)
 		c.loads.start([]*flight[V]{f}, cancel)
@@ -201,7 +211,7 @@ func (c *Cache[V]) recompute(ctx context.Context, key string, load func(context.
 		})
 	}
 	v, result, err := c.loads.wait(ctx, key, f)
-	c.m.gets[result].Inc()
+	c.count(ctx, result)
 	return v, err
 }
 

@@ -77,6 +77,11 @@ func everyKind() []struct {
 		run  func(*testing.T)
 	}{
 		{"TestBreakerOpensAfterFailuresAndProbesAfterCooldown", TestBreakerOpensAfterFailuresAndProbesAfterCooldown},
+		{"TestSpansTellAMissAndAHit", TestSpansTellAMissAndAHit},
+		{"TestSpansOfAnEarlyRefreshAndAFailedLoad", TestSpansOfAnEarlyRefreshAndAFailedLoad},
+		{"TestSpansLinkWaitersToTheLeader", TestSpansLinkWaitersToTheLeader},
+		{"TestSpansOfGetMany", TestSpansOfGetMany},
+		{"TestRecomputeExemplarIsTheCallersTrace", TestRecomputeExemplarIsTheCallersTrace},
 		{"TestGetManyOnAClusterReportsALaterNodesFailure", TestGetManyOnAClusterReportsALaterNodesFailure},
 		{"TestBatchRefreshCountsALockErrorAsAnError", TestBatchRefreshCountsALockErrorAsAnError},
 		{"TestRedisKilledMidRun", TestRedisKilledMidRun},
@@ -120,6 +125,7 @@ func everyKind() []struct {
 // notOverAutoPipeliner are the tests TestOverAutoPipeliner leaves out, and
 // why.
 var notOverAutoPipeliner = map[string]string{
+	"TestDependsOnTheOtelAPIOnly":          "no Redis",
 	"TestEnvelopeRejectsWhatItDidNotWrite": "no Redis",
 	"TestEnvelopeRoundTrip":                "no Redis",
 	"TestGetManyCluster":                   "counts round trips, which an AutoPipeliner forms",

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // GetMany returns the values of keys in one round trip per Redis node (MGET
@@ -19,13 +21,18 @@ import (
 // cached with NegativeTTL). If load fails, expired values within Grace are
 // served, with the loader's error. Batch misses are not leased across
 // instances (docs/cachex.md#batches).
-func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx context.Context, keys []string) (map[string]V, error), opts ...GetOption) (map[string]V, error) {
+func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx context.Context, keys []string) (map[string]V, error), opts ...GetOption) (_ map[string]V, err error) {
 	out := make(map[string]V, len(keys))
 	if len(keys) == 0 {
 		return out, nil
 	}
 	if c.isClosed() {
 		return out, ErrClosed
+	}
+	if c.tr != nil {
+		var span trace.Span
+		ctx, span = c.tr.start(ctx, spanGetMany, attribute.Int("cachex.keys", len(keys)))
+		defer func() { end(span, err) }()
 	}
 	strategy := c.Strategy()
 	if strategy == None {
@@ -238,7 +245,7 @@ func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[strin
 		if read != nil {
 			seen = read[k]
 		}
-		f, leader := c.loads.join(k, seen)
+		f, leader := c.loads.join(k, seen, c.origin(ctx))
 		fs[k] = f
 		if leader {
 			led = append(led, k)
@@ -325,16 +332,13 @@ func (c *Cache[V]) computeMany(ctx context.Context, keys []string, stale map[str
 		return nil, 0, err
 	}
 	defer release()
-	start := time.Now()
-	vals, err := protect(c, func() (map[string]V, error) { return load(ctx, keys) })
-	delta := time.Since(start)
+	vals, delta, err := timeLoad(c, ctx, reasonMiss, len(keys), func(ctx context.Context) (map[string]V, error) { return load(ctx, keys) })
 	expired := 0
 	for _, k := range keys {
 		if stale[k] != nil {
 			expired++
 		}
 	}
-	c.m.duration.Observe(delta.Seconds())
 	c.countRecomputes(reasonExpired, expired, err)
 	c.countRecomputes(reasonMiss, len(keys)-expired, err)
 	return vals, delta, err
@@ -366,9 +370,7 @@ func (c *Cache[V]) loadInto(ctx context.Context, out map[string]V, keys []string
 		return err
 	}
 	defer release()
-	start := time.Now()
-	vals, err := protect(c, func() (map[string]V, error) { return load(ctx, keys) })
-	c.m.duration.Observe(time.Since(start).Seconds())
+	vals, _, err := timeLoad(c, ctx, reason, len(keys), func(ctx context.Context) (map[string]V, error) { return load(ctx, keys) })
 	c.countRecomputes(reason, len(keys), err)
 	for k, v := range vals {
 		out[k] = v
@@ -480,11 +482,8 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 	var delta time.Duration
 	release, err := c.loadSlot(ctx, reasonEarly)
 	if err == nil { // else every slot is busy: keep the current values, release the locks
-		start := time.Now()
-		vals, err = protect(c, func() (map[string]V, error) { return load(ctx, mine) })
+		vals, delta, err = timeLoad(c, ctx, reasonEarly, len(mine), func(ctx context.Context) (map[string]V, error) { return load(ctx, mine) })
 		release()
-		delta = time.Since(start)
-		c.m.duration.Observe(delta.Seconds())
 		c.countRecomputes(reasonEarly, len(mine), err)
 	}
 	var finishes []*redis.Cmd

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Strategy selects how a Cache serves reads. It can be changed at run time
@@ -129,6 +130,14 @@ type Options struct {
 	// Registerer receives the cachex_* metrics; several caches may share one.
 	// Nil registers nothing.
 	Registerer prometheus.Registerer
+	// TracerProvider, when set, gives the cache's spans: cachex.get and
+	// cachex.get_many around each read, with the outcome, and
+	// cachex.recompute around each loader call, with its reason; the
+	// loader's context carries the recompute span. Nil: no spans, at the
+	// cost of a nil check (docs/metrics.md#spans). Whatever the setting, a
+	// loader call observed while the caller's span is sampled puts its trace
+	// id on cachex_recompute_duration_seconds as an exemplar.
+	TracerProvider trace.TracerProvider
 	// Logger receives one line per loader panic (with its stack). Default
 	// slog.Default(); a logger whose handler discards is silent.
 	Logger *slog.Logger

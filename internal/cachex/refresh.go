@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // refreshAsync starts an early refresh of key in the background unless one
@@ -74,7 +76,7 @@ func (c *Cache[V]) refresh(ctx context.Context, key string, load func(context.Co
 		return
 	}
 	c.m.lead.Observe(lead.Seconds())
-	v, delta, err := c.compute(ctx, load, reasonEarly)
+	v, delta, err := c.compute(ctx, load, reasonEarly, attribute.Float64("cachex.lead_ms", float64(lead)/float64(time.Millisecond)))
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		c.unlock(rk, token) // keep serving the current value; a later read retries
 		return

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // requestIDHeader carries a request's id: taken from the request when it is
@@ -69,13 +71,16 @@ func (h *handlers) accessLog(next http.Handler) http.Handler {
 	})
 }
 
-// withRequestID adds request_id to every record logged with the context of
-// a request.
+// withRequestID adds request_id, and trace_id and span_id when the request
+// is traced, to every record logged with the context of a request.
 type withRequestID struct{ slog.Handler }
 
 func (h withRequestID) Handle(ctx context.Context, r slog.Record) error {
 	if id := requestID(ctx); id != "" {
 		r.AddAttrs(slog.String("request_id", id))
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 	}
 	return h.Handler.Handle(ctx, r)
 }

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strconv"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/stampede-lab/stampede/internal/lockx"
 )
 
@@ -24,6 +27,7 @@ type guard struct {
 // the caller's context error if that ends first, ErrLockBusy otherwise.
 func (s *Service) guard(ctx context.Context, productID int64) (*guard, error) {
 	mode := s.mode.get()
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("catalog.reserve.mode", string(mode)))
 	if mode == ModeUnsafe {
 		return &guard{ctx: ctx}, nil
 	}

@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/stampede-lab/stampede/internal/lockx"
 	"github.com/stampede-lab/stampede/internal/seed"
@@ -42,6 +44,9 @@ type apiOptions struct {
 	// lockWait is how long a reservation waits for the product's lock
 	// (lockx.Options.Wait); default 5s.
 	lockWait time.Duration
+	// tracer and log, when set, trace and log the instance as cmd/api does.
+	tracer trace.TracerProvider
+	log    *slog.Logger
 }
 
 func newTestAPI(t testing.TB, o apiOptions) *testAPI {
@@ -96,7 +101,7 @@ func startInstance(t testing.TB, db *pgxpool.Pool, node *testenv.RedisNode, o ap
 		t.Fatal(err)
 	}
 	locker, err := lockx.New([]redis.UniversalClient{lockAP}, lockx.Options{
-		Name: "inventory", TTL: o.lockTTL, Wait: o.lockWait, NoWatchdog: true, Registerer: reg,
+		Name: "inventory", TTL: o.lockTTL, Wait: o.lockWait, NoWatchdog: true, Registerer: reg, TracerProvider: o.tracer,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -108,12 +113,12 @@ func startInstance(t testing.TB, db *pgxpool.Pool, node *testenv.RedisNode, o ap
 	}
 	t.Cleanup(whPool.Close)
 	svc, err := NewService(Config{Store: store, Warehouse: NewWarehouse(whPool, observe), Cache: cacheRedis, Locker: locker,
-		Faults: faults, Registerer: reg, CacheTimeout: time.Second, AutoPipeline: true, ReuseDecoded: 64})
+		Faults: faults, Registerer: reg, CacheTimeout: time.Second, AutoPipeline: true, ReuseDecoded: 64, TracerProvider: o.tracer})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(svc.Close)
-	h, err := NewHandler(HandlerConfig{Service: svc, Faults: faults, AdminToken: testAdminToken, Registry: reg,
+	h, err := NewHandler(HandlerConfig{Service: svc, Faults: faults, AdminToken: testAdminToken, Registry: reg, TracerProvider: o.tracer, Logger: o.log,
 		Ready: func(ctx context.Context) error { return db.Ping(ctx) }})
 	if err != nil {
 		t.Fatal(err)

@@ -92,8 +92,10 @@ func (m *httpMetrics) middleware(next http.Handler) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		labels := []string{routePattern(r), methodLabel(r.Method), strconv.Itoa(sw.answered())}
+		route := routePattern(r)
+		nameSpan(r, route)
+		labels := []string{route, methodLabel(r.Method), strconv.Itoa(sw.answered())}
 		m.requests.WithLabelValues(labels...).Inc()
-		m.duration.WithLabelValues(labels...).Observe(time.Since(start).Seconds())
+		observe(r.Context(), m.duration.WithLabelValues(labels...), time.Since(start).Seconds())
 	})
 }

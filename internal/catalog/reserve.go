@@ -44,10 +44,12 @@ const lookupTimeout = 2 * time.Second
 // (docs/api.md#reservations, Truthful outcomes).
 func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (r Reservation, created bool, err error) {
 	result := "reserved" // "" for failures outside the contract's results (not found, bad key, database)
+	ctx, span := s.startReserve(ctx, req)
 	defer func() {
 		if result != "" {
 			s.reservations.WithLabelValues(result).Inc()
 		}
+		endReserve(span, result, err)
 	}()
 
 	if r, found, err := s.store.Replay(ctx, req.ProductID, req.Quantity, req.IdempotencyKey); err != nil || found {

@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // HandlerConfig wires the HTTP API.
@@ -37,6 +38,12 @@ type HandlerConfig struct {
 	// Default 10s.
 	RequestTimeout time.Duration
 	Logger         *slog.Logger
+	// TracerProvider, when set, gives every request but probes and scrapes
+	// a server span named "METHOD route" (chi's pattern) that continues the
+	// caller's W3C traceparent; its trace and span ids go on the request's
+	// log lines and, when sampled, on http_request_duration_seconds as an
+	// exemplar. Nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // errServerDeadline is the cause of a request context that ran out of its
@@ -117,5 +124,5 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		r.Put("/reservation-mode", h.adminSetMode)
 		r.Put("/inventory/{id}", h.adminSetStock)
 	})
-	return r, nil
+	return traced(r, cfg.TracerProvider), nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/stampede-lab/stampede/internal/cachex"
 	"github.com/stampede-lab/stampede/internal/lockx"
@@ -54,6 +55,10 @@ type Config struct {
 	// Logger receives the caches' reports of loader panics; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// TracerProvider, when set, traces the caches (cachex.Options) and
+	// reservations (a catalog.reserve span); nil traces nothing
+	// (docs/metrics.md#spans).
+	TracerProvider trace.TracerProvider
 }
 
 // Service is the catalog: reads through the caches, writes that invalidate
@@ -77,6 +82,7 @@ type Service struct {
 	search  *cachex.Cache[[]SearchHit]
 
 	reservations *prometheus.CounterVec
+	tracer       trace.Tracer // nil when Config.TracerProvider is
 }
 
 // NewService builds the Service and its four caches (product,
@@ -101,9 +107,12 @@ func NewService(cfg Config) (*Service, error) {
 	}
 	s := &Service{store: cfg.Store, warehouse: cfg.Warehouse, locker: cfg.Locker, faults: cfg.Faults, mode: newModeSwitch(mode),
 		holdTTL: cmp.Or(cfg.HoldTTL, DefaultHoldTTL)}
+	if cfg.TracerProvider != nil {
+		s.tracer = cfg.TracerProvider.Tracer("github.com/stampede-lab/stampede/internal/catalog")
+	}
 	opts := func(name string, ttl time.Duration, reuse int) cachex.Options {
 		return cachex.Options{Name: name, TTL: ttl, Timeout: cfg.CacheTimeout, Registerer: cfg.Registerer, NegativeTTL: 5 * time.Second, Logger: cfg.Logger,
-			AutoPipeline: cfg.AutoPipeline, ReuseDecoded: reuse}
+			AutoPipeline: cfg.AutoPipeline, ReuseDecoded: reuse, TracerProvider: cfg.TracerProvider}
 	}
 	if s.product, err = cachex.New(cfg.Cache, cachex.JSON[Product]{}, opts("product", def(cfg.ProductTTL, time.Minute), cfg.ReuseDecoded)); err != nil {
 		return nil, err

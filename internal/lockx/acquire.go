@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Acquire takes the lock on resource, retrying with jittered backoff (woken
@@ -48,8 +50,14 @@ type acquisition struct {
 	handedBelow int64
 }
 
-func (l *Locker) acquire(ctx context.Context, resource string, once bool) (*Lock, error) {
+func (l *Locker) acquire(ctx context.Context, resource string, once bool) (lk *Lock, err error) {
 	start := time.Now()
+	parent, attempts := ctx, 0 // the Lock's context descends from the caller's, not the span's
+	if l.tr != nil {
+		var span trace.Span
+		ctx, span = l.tr.startAcquire(ctx, resource, once)
+		defer func() { endAcquire(span, lk, err, attempts, time.Since(start)) }()
+	}
 	a := &acquisition{
 		l:        l,
 		key:      l.lockKey(resource),
@@ -61,12 +69,11 @@ func (l *Locker) acquire(ctx context.Context, resource string, once bool) (*Lock
 	}
 	pause := l.opts.RetryMin
 	var wake *registration
-	var err error
 	for a.ready(ctx) {
 		l.m.attempts.Inc()
-		var lk *Lock
+		attempts++
 		if lk, err = a.attempt(ctx); lk != nil {
-			return l.acquired(ctx, start, lk), nil
+			return l.acquired(parent, start, lk), nil
 		}
 		if ctx.Err() != nil || !time.Now().Before(a.deadline) {
 			break
@@ -86,7 +93,7 @@ func (l *Locker) acquire(ctx context.Context, resource string, once bool) (*Lock
 			if token > a.handedBelow {
 				if lk := l.handedOver(ctx, a.key, a.holder, token, a.tried); lk != nil {
 					t.Stop()
-					return l.acquired(ctx, start, lk), nil
+					return l.acquired(parent, start, lk), nil
 				}
 			}
 		case <-t.C:
@@ -97,16 +104,16 @@ func (l *Locker) acquire(ctx context.Context, resource string, once bool) (*Lock
 	a.leave()
 	switch {
 	case ctx.Err() != nil:
-		l.giveUp(start, l.m.failed)
+		l.giveUp(ctx, start, l.m.failed)
 		return nil, ctx.Err()
 	case errors.Is(err, ErrUnavailable):
-		l.giveUp(start, l.m.failed)
+		l.giveUp(ctx, start, l.m.failed)
 		return nil, fmt.Errorf("%w (resource %s)", err, resource)
 	case once:
-		l.giveUp(start, l.m.timeout)
+		l.giveUp(ctx, start, l.m.timeout)
 		return nil, fmt.Errorf("%w: %s at the one attempt", ErrNotAcquired, resource)
 	default:
-		l.giveUp(start, l.m.timeout)
+		l.giveUp(ctx, start, l.m.timeout)
 		return nil, fmt.Errorf("%w: %s within %v", ErrNotAcquired, resource, l.opts.Wait)
 	}
 }
@@ -271,14 +278,14 @@ func (a *acquisition) leave() {
 // acquired counts a successful Acquire and starts the lock's timers.
 func (l *Locker) acquired(ctx context.Context, start time.Time, lk *Lock) *Lock {
 	l.m.acquired.Inc()
-	l.m.wait.Observe(time.Since(start).Seconds())
+	observe(ctx, l.m.wait, time.Since(start).Seconds())
 	lk.start(ctx)
 	return lk
 }
 
-func (l *Locker) giveUp(start time.Time, result interface{ Inc() }) {
+func (l *Locker) giveUp(ctx context.Context, start time.Time, result interface{ Inc() }) {
 	result.Inc()
-	l.m.wait.Observe(time.Since(start).Seconds())
+	observe(ctx, l.m.wait, time.Since(start).Seconds())
 }
 
 // handedOver returns the lock a release handed to holder (HandOver), or nil

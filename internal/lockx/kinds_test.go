@@ -43,6 +43,9 @@ func TestOverAutoPipeliner(t *testing.T) {
 		run  func(*testing.T)
 	}{
 		{"TestEveryCallIsBoundedByTimeout", TestEveryCallIsBoundedByTimeout},
+		{"TestAcquireSpansTellResultAttemptsAndToken", TestAcquireSpansTellResultAttemptsAndToken},
+		{"TestLostLockIsAnEventOnTheHoldersSpan", TestLostLockIsAnEventOnTheHoldersSpan},
+		{"TestAcquireWaitExemplarIsTheCallersTrace", TestAcquireWaitExemplarIsTheCallersTrace},
 		{"TestRedlockWithAnUnreachableServer", TestRedlockWithAnUnreachableServer},
 		{"TestAQuorumWonTooLateIsNotALock", TestAQuorumWonTooLateIsNotALock},
 		{"TestAcquireOverrunsWaitByAtMostTimeout", TestAcquireOverrunsWaitByAtMostTimeout},
@@ -90,6 +93,7 @@ func TestOverAutoPipeliner(t *testing.T) {
 // notOverAutoPipeliner are the tests TestOverAutoPipeliner leaves out, and
 // why.
 var notOverAutoPipeliner = map[string]string{
+	"TestDependsOnTheOtelAPIOnly":                                "no Redis",
 	"TestHandOverNeedsOneServer":                                 "checks option validation only",
 	"TestNewRefusesAClientThatIgnoresDeadlines":                  "checks New's validation of plain clients' options",
 	"TestNewRefusesASafetyMarginWithoutRoomForTheFirstExtension": "checks option validation only",

@@ -78,6 +78,7 @@ func (lk *Lock) lose(cause error) {
 	}
 	lk.l.m.lost.Inc()
 	lk.observeHeld()
+	lk.lostEvent(cause)
 	lk.cancel(cause)
 }
 

@@ -20,6 +20,7 @@ type Locker struct {
 	quorum  int
 	opts    Options
 	m       *metrics
+	tr      *tracer // Options.TracerProvider; nil when off
 	scripts scripts
 	waker   *waker
 
@@ -72,6 +73,7 @@ func New(nodes []redis.UniversalClient, opts Options) (*Locker, error) {
 		quorum:  len(nodes)/2 + 1,
 		opts:    opts,
 		m:       m,
+		tr:      newTracer(opts.TracerProvider, opts.Name),
 		scripts: newScripts(),
 		waker:   newWaker(nodes[0], opts.Timeout),
 	}, nil

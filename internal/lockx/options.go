@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configure a Locker. Zero fields take the documented defaults; only
@@ -47,6 +48,13 @@ type Options struct {
 	// Registerer receives the lockx_* metrics; Lockers may share one. Nil
 	// registers nothing.
 	Registerer prometheus.Registerer
+	// TracerProvider, when set, gives a lockx.acquire span per Acquire and
+	// TryAcquire (attempts, wait, result, token) and a lockx.lost event on
+	// the caller's span when a held lock is lost. Nil: neither, at the cost
+	// of a nil check (docs/metrics.md#spans). Whatever the setting, an
+	// acquisition whose caller's span is sampled puts its trace id on
+	// lockx_acquire_wait_seconds as an exemplar.
+	TracerProvider trace.TracerProvider
 }
 
 func (o Options) withDefaults() (Options, error) {
