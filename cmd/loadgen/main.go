@@ -6,8 +6,10 @@
 //
 // Scenarios: stampede, browse, reserve, lostlock, capacity and demo (see -h;
 // the code is in internal/loadgen/scenario). It only ever talks to the
-// -target URLs, which must be loopback addresses unless -allow-remote is
-// given.
+// -target URLs and, when given, -pause-demo and -jaeger-url, which must be
+// loopback addresses unless -allow-remote is given. Every request carries a
+// W3C traceparent (-trace-sample of them flagged sampled), and each report
+// lists the trace ids of every phase's slowest sampled requests.
 package main
 
 import (

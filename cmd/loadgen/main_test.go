@@ -29,6 +29,7 @@ func TestRunHelpExplainsEveryFlag(t *testing.T) {
 		"-metrics-addr", `(default "127.0.0.1:9102")`,
 		"-outage-for", "-burst-every", "(default 3m0s)", "-zipf-s", "-skus", "-phases",
 		"-slo-p99", "(default 250ms)", "-step-factor", "(default 1.5)", "-step-duration", "(default 10s)", "-max-rate", "(default 5000)", "-classes",
+		"-trace-sample", "(default 1)", "-jaeger-url", "traceparent",
 		"stampede ", "browse ", "reserve ", "capacity ", "demo ",
 	} {
 		if !strings.Contains(help, want) {
@@ -67,6 +68,13 @@ func TestRunValidatesFlags(t *testing.T) {
 		{args: []string{"-classes", "checkout", "capacity"}},
 		{args: []string{"-slo-p99", "-1s", "capacity"}},
 		{args: []string{"-no-such-flag"}},
+		{args: []string{"-trace-sample", "1.5"}},
+		{args: []string{"-trace-sample", "-0.1"}},
+		{args: []string{"-trace-sample", "NaN"}},
+		{args: []string{"-jaeger-url", "ftp://127.0.0.1:16686"}},
+		{args: []string{"-jaeger-url", "http://10.0.0.1:16686"}, want: loadgen.ErrRemoteTarget},
+		{args: []string{"-jaeger-url", "http://jaeger:16686", "-allow-remote"}, want: scenario.ErrNoScenario},
+		{args: []string{"-trace-sample", "0", "-jaeger-url", "http://127.0.0.1:16686/"}, want: scenario.ErrNoScenario},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(t.Context(), c.args, env(c.env), &stdout, &stderr)

@@ -3,16 +3,22 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/stampede-lab/stampede/internal/loadgen/scrape"
 )
@@ -86,21 +92,70 @@ func Expect(codes ...int) func(code int) bool {
 // Client is an HTTP client bound to one base URL: every request it sends goes
 // to that scheme and host, and callers pass only paths. It never follows
 // redirects (a 3xx is reported as its status code), never uses a proxy, and
-// always reads response bodies to the end so connections are reused. A
-// Client is safe for concurrent use.
+// always reads response bodies to the end so connections are reused. Every
+// request but Scrape's carries a W3C traceparent header with a fresh random
+// trace id and span id (see Outcome.TraceID). A Client is safe for
+// concurrent use.
 type Client struct {
-	base string // scheme://host[/prefix] without trailing slash, query or fragment
-	host string
-	sch  string
-	hc   *http.Client
+	base  string // scheme://host[/prefix] without trailing slash, query or fragment
+	host  string
+	sch   string
+	hc    *http.Client
+	trace *traceIDs
+}
+
+// traceIDs makes the trace context of a client's requests: ids from a
+// ChaCha8 stream of its own, seeded with 256 bits from crypto/rand (so
+// clients and runs do not repeat each other's ids), and the sampled flag
+// for a fraction of them. It is safe for concurrent use.
+type traceIDs struct {
+	sample float64 // fraction of requests flagged sampled, in [0, 1]
+
+	mu  sync.Mutex
+	src *rand.ChaCha8
+	r   *rand.Rand // over src
+}
+
+// newTraceIDs returns a generator that flags the given fraction of its
+// trace contexts sampled.
+func newTraceIDs(sample float64) *traceIDs {
+	var seed [32]byte
+	_, _ = crand.Read(seed[:]) // never fails (crypto/rand.Read's contract)
+	src := rand.NewChaCha8(seed)
+	return &traceIDs{sample: sample, src: src, r: rand.New(src)}
+}
+
+// next returns a new valid span context: random trace and span ids, sampled
+// with probability g.sample.
+func (g *traceIDs) next() trace.SpanContext {
+	var cfg trace.SpanContextConfig
+	g.mu.Lock()
+	for !cfg.TraceID.IsValid() { // all zero: invalid, drawn again
+		_, _ = g.src.Read(cfg.TraceID[:])
+	}
+	for !cfg.SpanID.IsValid() {
+		_, _ = g.src.Read(cfg.SpanID[:])
+	}
+	if g.r.Float64() < g.sample {
+		cfg.TraceFlags = trace.FlagsSampled
+	}
+	g.mu.Unlock()
+	return trace.NewSpanContext(cfg)
 }
 
 // NewClient returns a Client for base (an http or https URL; callers are
 // expected to have passed it through validateTarget) whose requests each
 // time out after timeout (0 means no client timeout; the caller's context
 // still applies). Its connection pool keeps up to 1024 idle connections to
-// the target so open-model load does not churn sockets.
+// the target so open-model load does not churn sockets. All its requests'
+// traceparent headers are flagged sampled (see NewTargets for a fraction).
 func NewClient(base string, timeout time.Duration) (*Client, error) {
+	return newClient(base, timeout, 1)
+}
+
+// newClient is NewClient flagging the fraction traceSample of its requests
+// sampled.
+func newClient(base string, timeout time.Duration, traceSample float64) (*Client, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, fmt.Errorf("client base URL: %w", err)
@@ -114,9 +169,10 @@ func NewClient(base string, timeout time.Duration) (*Client, error) {
 	tr.MaxIdleConns = 1024
 	tr.MaxIdleConnsPerHost = 1024
 	return &Client{
-		base: strings.TrimSuffix(u.String(), "/"),
-		host: u.Host,
-		sch:  u.Scheme,
+		base:  strings.TrimSuffix(u.String(), "/"),
+		host:  u.Host,
+		sch:   u.Scheme,
+		trace: newTraceIDs(traceSample),
 		hc: &http.Client{
 			Transport: tr,
 			Timeout:   timeout,
@@ -209,6 +265,9 @@ func (c *Client) do(ctx context.Context, endpoint, method, path string, body []b
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
+	sc := c.trace.next()
+	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(ctx, sc), propagation.HeaderCarrier(req.Header))
+	out.TraceID, out.SpanID, out.Sampled = sc.TraceID(), sc.SpanID(), sc.IsSampled()
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		out.Code, out.Err = classify(ctx, err), err

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Clock is the runner's source of time. Tests inject a virtual clock; the
@@ -66,6 +68,13 @@ type Outcome struct {
 	// "insufficient" for a 409); the report's per-second counts use it
 	// when set. It is not a metric label.
 	Class string
+	// TraceID and SpanID are the W3C trace context the request carried in
+	// its traceparent header, and Sampled its sampled flag: the API records
+	// the trace of a sampled request, whose server span is a child of
+	// SpanID. Both ids are zero (invalid) when no request was sent.
+	TraceID trace.TraceID
+	SpanID  trace.SpanID
+	Sampled bool
 }
 
 // Result is one finished or dropped arrival, passed to Runner.OnResult.

@@ -16,14 +16,19 @@ import (
 // them one by one and sums what they counted.
 type Targets []*Client
 
-// NewTargets returns a Client per URL, each with the given request timeout.
-func NewTargets(urls []*url.URL, timeout time.Duration) (Targets, error) {
+// NewTargets returns a Client per URL, each with the given request timeout
+// and flagging the fraction traceSample (in [0, 1]) of its requests'
+// traceparent headers sampled, each request independently.
+func NewTargets(urls []*url.URL, timeout time.Duration, traceSample float64) (Targets, error) {
 	if len(urls) == 0 {
 		return nil, errors.New("no target")
 	}
+	if !(traceSample >= 0 && traceSample <= 1) {
+		return nil, fmt.Errorf("trace sample %v is not in [0, 1]", traceSample)
+	}
 	ts := make(Targets, 0, len(urls))
 	for _, u := range urls {
-		c, err := NewClient(u.String(), timeout)
+		c, err := newClient(u.String(), timeout, traceSample)
 		if err != nil {
 			return nil, err
 		}

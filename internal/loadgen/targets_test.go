@@ -45,7 +45,7 @@ func TestTargetsSpreadAndAdminAll(t *testing.T) {
 		}
 		urls = append(urls, u)
 	}
-	ts, err := NewTargets(urls, time.Second)
+	ts, err := NewTargets(urls, time.Second, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,7 +147,7 @@ func TestTimelineScrapesAHungTargetWithAShortTimeout(t *testing.T) {
 		u, _ := url.Parse(s)
 		urls = append(urls, u)
 	}
-	ts, err := NewTargets(urls, time.Hour)
+	ts, err := NewTargets(urls, time.Hour, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,24 +24,26 @@ type Table struct {
 // Report is a report directory's content apart from summary.json. Title,
 // Intro and Notes are Markdown and written as given.
 type Report struct {
-	Title  string
-	Intro  string
-	Tables []Table
-	Charts []Chart
-	Notes  []string
+	Title      string
+	Intro      string
+	Tables     []Table
+	Charts     []Chart
+	Waterfalls []Waterfall // trace charts, shown after Charts
+	Notes      []string
 }
 
 // reportFile is the Markdown file Report.Write writes.
 const reportFile = "report.md"
 
-// Write creates dir if needed, renders every chart to dir/<chart.File>
-// (replacing files of those names), then writes dir/report.md: the title,
-// the intro, each table, each chart as "![Title](File)", and the notes as a
-// list. It checks every chart and table before writing anything: a File that
-// is not a plain, unique name ending in ".png" (letters, digits, '.', '_',
-// '-'), bad chart data (see Chart.WritePNG) or a bad table is an error. It
-// returns the paths it wrote, charts first and report.md last; after an
-// error while writing, the paths written so far.
+// Write creates dir if needed, renders every chart and waterfall to
+// dir/<File> (replacing files of those names), then writes dir/report.md:
+// the title, the intro, each table, each chart and waterfall as
+// "![Title](File)", and the notes as a list. It checks every chart and
+// table before writing anything: a File that is not a plain, unique name
+// ending in ".png" (letters, digits, '.', '_', '-'), bad chart data (see
+// Chart.WritePNG) or a bad table is an error. It returns the paths it
+// wrote, charts first and report.md last; after an error while writing,
+// the paths written so far.
 func (r Report) Write(dir string) ([]string, error) {
 	if err := r.validate(); err != nil {
 		return nil, err
@@ -53,6 +55,13 @@ func (r Report) Write(dir string) ([]string, error) {
 	for _, c := range r.Charts {
 		path := filepath.Join(dir, c.File)
 		if err := c.WritePNG(path); err != nil {
+			return written, err
+		}
+		written = append(written, path)
+	}
+	for _, w := range r.Waterfalls {
+		path := filepath.Join(dir, w.File)
+		if err := w.WritePNG(path); err != nil {
 			return written, err
 		}
 		written = append(written, path)
@@ -78,6 +87,15 @@ func (r Report) validate() error {
 		if err := c.validate(); err != nil {
 			return fmt.Errorf("chart %d (%q): %w", i, c.Title, err)
 		}
+	}
+	for i, w := range r.Waterfalls {
+		if err := checkChartFile(w.File); err != nil {
+			return fmt.Errorf("waterfall %d (%q): %w", i, w.Title, err)
+		}
+		if files[w.File] {
+			return fmt.Errorf("waterfall %d (%q): file %q is used by an earlier chart", i, w.Title, w.File)
+		}
+		files[w.File] = true
 	}
 	for i, t := range r.Tables {
 		if len(t.Header) == 0 {
@@ -124,15 +142,20 @@ func (r Report) markdown() string {
 		t.write(&b)
 		para(t.Note)
 	}
-	if len(r.Charts) > 0 {
+	image := func(title, file string) {
+		if title == "" {
+			title = file
+		}
+		alt := strings.NewReplacer(`\`, `\\`, "[", `\[`, "]", `\]`, "\n", " ").Replace(title)
+		para("![" + alt + "](" + file + ")")
+	}
+	if len(r.Charts)+len(r.Waterfalls) > 0 {
 		para("## Charts")
 		for _, c := range r.Charts {
-			alt := c.Title
-			if alt == "" {
-				alt = c.File
-			}
-			alt = strings.NewReplacer(`\`, `\\`, "[", `\[`, "]", `\]`, "\n", " ").Replace(alt)
-			para("![" + alt + "](" + c.File + ")")
+			image(c.Title, c.File)
+		}
+		for _, w := range r.Waterfalls {
+			image(w.Title, w.File)
 		}
 	}
 	if len(r.Notes) > 0 {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stampede-lab/stampede/internal/loadgen"
@@ -142,7 +143,8 @@ func (bs *Browse) Run(ctx context.Context, e *Env) (err error) {
 		Endpoints: map[string]*EndpointSummary{},
 	}
 	tl := loadgen.NewTimeline(e.targets, nil, time.Second)
-	segment := func(s string) { tl.SetSegment(s); e.stats.SetPhase(bs.Name() + " " + s) }
+	var phase atomic.Pointer[string] // the segment, the slowest requests' phase
+	segment := func(s string) { tl.SetSegment(s); phase.Store(&s); e.stats.SetPhase(bs.Name() + " " + s) }
 	segment("steady")
 	if bs.outageFor > 0 {
 		sum.OutageAtSeconds, sum.OutageForSeconds = bs.outageAt.Seconds(), bs.outageFor.Seconds()
@@ -169,6 +171,7 @@ func (bs *Browse) Run(ctx context.Context, e *Env) (err error) {
 		},
 		OnResult: func(res loadgen.Result) {
 			e.observe(bs.Name(), res)
+			e.slowest.Record(*phase.Load(), res)
 			tl.Record(res)
 			mu.Lock()
 			defer mu.Unlock()
@@ -180,7 +183,7 @@ func (bs *Browse) Run(ctx context.Context, e *Env) (err error) {
 		return err
 	}
 	sum.finish(rs, hists, tl)
-	return e.conclude(bs.Name(), sum, &sum.Verdict, sum.ErrorRate)
+	return e.conclude(ctx, bs.Name(), sum, &sum.Verdict, sum.ErrorRate)
 }
 
 // simulateOutage turns the cache Redis fault knob on at -outage-at and off

@@ -29,6 +29,7 @@ type BrowseSummary struct {
 	Segments []SegmentSummary `json:"segments"`
 	Timeline []loadgen.Point  `json:"timeline"`
 
+	Traces
 	Verdict
 }
 
@@ -180,5 +181,5 @@ func (s *BrowseSummary) Report() report.Report {
 		intro += fmt.Sprintf(" The cache's Redis was unavailable (fault knob cache_redis_down_percent=100) from %gs to %gs.",
 			s.OutageAtSeconds, s.OutageAtSeconds+s.OutageForSeconds)
 	}
-	return report.Report{Title: "Browse", Intro: intro, Tables: []report.Table{eps, segs}, Charts: []report.Chart{latency, db, hits, errs}, Notes: s.Failures}
+	return s.Traces.addTo(report.Report{Title: "Browse", Intro: intro, Tables: []report.Table{eps, segs}, Charts: []report.Chart{latency, db, hits, errs}, Notes: s.Failures})
 }

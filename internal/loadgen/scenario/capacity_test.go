@@ -321,6 +321,7 @@ func TestCapacityScenario(t *testing.T) {
 	if !sum.Passed || len(sum.Classes) != len(capacityClasses()) {
 		t.Fatalf("passed %v, %d classes, failures %q", sum.Passed, len(sum.Classes), sum.Failures)
 	}
+	checkSlowest(t, sum.Traces, capacityClasses()...)
 	for i, c := range sum.Classes {
 		if c.Class != capacityClasses()[i] {
 			t.Errorf("class %d is %q, want %q", i, c.Class, capacityClasses()[i])

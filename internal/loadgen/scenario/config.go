@@ -44,6 +44,8 @@ type Config struct {
 	ReportDir    string // "": a new scratch directory per run
 	MaxErrorRate float64
 	PauseDemo    *url.URL // a running demo's -metrics-addr to pause during the run; nil: none
+	TraceSample  float64  // fraction of requests whose traceparent is flagged sampled
+	JaegerURL    string   // Jaeger query service for trace links and waterfalls; "": none
 
 	HotKeys HotKeys      // stampede, demo
 	Mix     Mix          // browse, demo
@@ -52,7 +54,7 @@ type Config struct {
 
 // register adds the shared flags to fs. getenv supplies the LOADGEN_TARGET
 // and ADMIN_TOKEN fallbacks.
-func (c *Config) register(fs *flag.FlagSet, target, pauseDemo *string, getenv func(string) string) {
+func (c *Config) register(fs *flag.FlagSet, target, pauseDemo, jaeger *string, getenv func(string) string) {
 	targetDefault := defaultTarget
 	if v := getenv("LOADGEN_TARGET"); v != "" {
 		targetDefault = v
@@ -79,20 +81,33 @@ func (c *Config) register(fs *flag.FlagSet, target, pauseDemo *string, getenv fu
 		"fail the run when (errors + dropped) / scheduled requests exceeds this (capacity: a step whose ratio exceeds it fails and ends the class's ramp)")
 	fs.StringVar(pauseDemo, "pause-demo", "",
 		"base URL of a running demo's -metrics-addr (e.g. http://127.0.0.1:9102): pause it for this run and resume it after, so it does not change the API's settings under the run")
+	fs.Float64Var(&c.TraceSample, "trace-sample", 1,
+		"fraction (0..1) of requests whose W3C traceparent header is flagged sampled, so that the API (parent-based sampler) records their traces; the others carry a traceparent flagged 00. Every request but the /metrics scrapes carries a fresh random trace id")
+	fs.StringVar(jaeger, "jaeger-url", "",
+		"base URL of a Jaeger query service (e.g. http://127.0.0.1:16686): the report links the slowest sampled requests' trace ids to its UI, and after the run loadgen reads the slowest trace of each phase from it (GET /api/traces/ID, for up to 15s) and draws it as trace-PHASE.png; loopback only unless -allow-remote (default: bare trace ids, no waterfall)")
 	c.HotKeys.register(fs)
 	c.Mix.register(fs)
 	c.Reserve.register(fs)
 }
 
-// validate checks the shared flags; target and pauseDemo are -target and
-// -pause-demo as given.
-func (c *Config) validate(target, pauseDemo string) error {
+// validate checks the shared flags; target, pauseDemo and jaeger are
+// -target, -pause-demo and -jaeger-url as given.
+func (c *Config) validate(target, pauseDemo, jaeger string) error {
 	if pauseDemo != "" {
 		u, err := loadgen.ParseTarget(pauseDemo, c.AllowRemote)
 		if err != nil {
 			return fmt.Errorf("-pause-demo: %w", err)
 		}
 		c.PauseDemo = u
+	}
+	c.JaegerURL = ""
+	if jaeger != "" {
+		u, err := loadgen.ParseTarget(jaeger, c.AllowRemote)
+		if err != nil {
+			return fmt.Errorf("-jaeger-url: %w", err)
+		}
+		u.RawQuery, u.Fragment = "", ""
+		c.JaegerURL = strings.TrimSuffix(u.String(), "/")
 	}
 	c.Targets = nil
 	for _, raw := range splitList(target) {
@@ -115,6 +130,8 @@ func (c *Config) validate(target, pauseDemo string) error {
 		return fmt.Errorf("-max-in-flight must be > 0, got %d", c.MaxInFlight)
 	case !(c.MaxErrorRate >= 0 && c.MaxErrorRate <= 1):
 		return fmt.Errorf("-max-error-rate must be in [0, 1], got %v", c.MaxErrorRate)
+	case !(c.TraceSample >= 0 && c.TraceSample <= 1):
+		return fmt.Errorf("-trace-sample must be in [0, 1], got %v", c.TraceSample)
 	}
 	return errors.Join(c.HotKeys.validate(), c.Mix.validate(), c.Reserve.validate())
 }
@@ -148,8 +165,8 @@ func ParseArgs(args []string, getenv func(string) string, usage io.Writer) (Scen
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(usage)
 	cfg := &Config{}
-	var target, pauseDemo string
-	cfg.register(fs, &target, &pauseDemo, getenv)
+	var target, pauseDemo, jaeger string
+	cfg.register(fs, &target, &pauseDemo, &jaeger, getenv)
 	all := All(cfg)
 	for _, s := range all {
 		s.register(fs)
@@ -168,7 +185,7 @@ func ParseArgs(args []string, getenv func(string) string, usage io.Writer) (Scen
 	if fs.NArg() > 1 {
 		return nil, nil, fmt.Errorf("at most one scenario, got %q", fs.Args())
 	}
-	if err := cfg.validate(target, pauseDemo); err != nil {
+	if err := cfg.validate(target, pauseDemo, jaeger); err != nil {
 		return nil, nil, err
 	}
 	name := fs.Arg(0)
@@ -201,6 +218,13 @@ Every scenario but demo writes summary.json, report.md and PNG charts to
 -report-dir (a scratch directory unless given) and exits non-zero when its
 verdict fails. "loadgen -report-dir DIR replot" renders report.md and the
 charts again from DIR/summary.json, without sending any request.
+
+Every request (admin calls included, /metrics scrapes not) carries a W3C
+traceparent with a fresh random trace id, flagged sampled for -trace-sample
+of them. The report lists, per phase, the trace ids of the 5 slowest sampled
+requests: links to the Jaeger UI with -jaeger-url, which also draws the
+slowest trace of each phase as a waterfall (trace-PHASE.png). A trace that
+cannot be read from Jaeger is a warning in the report, not a failed run.
 
 Flags:
 `

@@ -7,4 +7,7 @@
 // compose stack). Config holds the command line the scenarios share;
 // ParseArgs parses it and Run runs a scenario, writing summary.json,
 // report.md and charts (Replot renders the last two again from the first).
+// Every summary lists each phase's slowest sampled requests by trace id
+// (Traces), with -jaeger-url also the slowest one's spans, drawn as a
+// waterfall.
 package scenario

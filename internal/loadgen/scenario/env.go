@@ -22,13 +22,16 @@ import (
 const requestTimeout = 30 * time.Second
 
 // Env is what a scenario runs in: the shared config, one client per target,
-// the client-side stats behind the progress line and loadgen's /metrics, and
-// the output streams.
+// the client-side stats behind the progress line and loadgen's /metrics, the
+// slowest sampled requests per phase for the report, and the output
+// streams.
 type Env struct {
 	cfg      *Config
 	targets  loadgen.Targets
 	stats    *loadgen.Stats
 	metrics  *loadgen.Metrics
+	slowest  *loadgen.Slowest
+	clock    loadgen.Clock        // paces the wait for Jaeger; nil: the real clock
 	registry *prometheus.Registry // loadgen's own /metrics
 	mux      *http.ServeMux       // loadgen's own endpoints on -metrics-addr
 	stdout   io.Writer
@@ -40,7 +43,7 @@ type Env struct {
 // returning s's verdict.
 func Run(ctx context.Context, s Scenario, cfg *Config, stdout, stderr io.Writer) (err error) {
 	stderr = &syncWriter{w: stderr} // the progress line and the scenario's log lines share it
-	targets, err := loadgen.NewTargets(cfg.Targets, requestTimeout)
+	targets, err := loadgen.NewTargets(cfg.Targets, requestTimeout, cfg.TraceSample)
 	if err != nil {
 		return err
 	}
@@ -51,7 +54,7 @@ func Run(ctx context.Context, s Scenario, cfg *Config, stdout, stderr io.Writer)
 		return err
 	}
 	e := &Env{cfg: cfg, targets: targets, stats: loadgen.NewStats(nil), metrics: metrics, registry: reg,
-		mux: http.NewServeMux(), stdout: stdout, stderr: stderr}
+		slowest: loadgen.NewSlowest(slowestPerPhase), mux: http.NewServeMux(), stdout: stdout, stderr: stderr}
 	e.mux.Handle("GET /metrics", metrics.Handler())
 	if cfg.MetricsAddr != "" {
 		stop, err := serve(cfg.MetricsAddr, e.mux, stderr)

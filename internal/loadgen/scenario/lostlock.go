@@ -112,7 +112,7 @@ func (l *LostLock) Run(ctx context.Context, e *Env) (err error) {
 		}
 	}
 	sum.Passed = len(sum.Failures) == 0
-	if err := e.writeReport(l.Name(), sum, sum.Report()); err != nil {
+	if err := e.writeReport(ctx, l.Name(), sum); err != nil {
 		return err
 	}
 	return failErr
@@ -153,7 +153,7 @@ func (l *LostLock) runMode(ctx context.Context, e *Env, mode string) (_ ModeRun,
 			}
 		}
 	})
-	sum, st, err := reserveLoad(ctx, e, false)
+	sum, st, err := reserveLoad(ctx, e, mode, false)
 	stopPoll()
 	wg.Wait()
 	if st != nil {

@@ -14,6 +14,7 @@ type LostLockSummary struct {
 	Stock    int    `json:"stock"`
 	// Modes are the reserve runs, one per mode, in the order run.
 	Modes []ModeRun `json:"modes"`
+	Traces
 	Verdict
 }
 
@@ -58,6 +59,6 @@ func (s *LostLockSummary) Report() report.Report {
 				r.RateRPS, r.Seconds, r.SKUs, s.Target, s.Stock, r.PausePercent, r.PauseMS)
 		}
 	}
-	return report.Report{Title: "Lost locks: oversold units per reservation mode", Intro: intro,
-		Tables: []report.Table{table}, Charts: []report.Chart{chart}, Notes: s.Failures}
+	return s.Traces.addTo(report.Report{Title: "Lost locks: oversold units per reservation mode", Intro: intro,
+		Tables: []report.Table{table}, Charts: []report.Chart{chart}, Notes: s.Failures})
 }

@@ -199,12 +199,12 @@ var reserveCounters = []struct {
 // errInvariant when the check or a replay failed, errErrorRate when the
 // error rate passed -max-error-rate.
 func (r *Reserve) Run(ctx context.Context, e *Env) error {
-	sum, _, err := reserveLoad(ctx, e, true)
+	sum, _, err := reserveLoad(ctx, e, r.Name(), true)
 	if err != nil {
 		return err
 	}
 	failErr := sum.check(e.cfg.MaxErrorRate, e.cfg.Reserve.MaxBusyRate)
-	if err := e.writeReport(r.Name(), sum, sum.Report()); err != nil {
+	if err := e.writeReport(ctx, r.Name(), sum); err != nil {
 		return err
 	}
 	sum.WriteTable(e.stdout)
@@ -250,8 +250,9 @@ var errNothingTested = errors.New("reserve run tested too little")
 // reserveLoad is one reserve run without its report: the load, the API's
 // counters and the inventories before and after, the invariant (with the
 // oversell check only if oversell is true) and the replays' check in
-// Failures. The state holds the reservations it created.
-func reserveLoad(ctx context.Context, e *Env, oversell bool) (_ *ReserveSummary, _ *reserveState, err error) {
+// Failures. The state holds the reservations it created. Its slowest
+// requests are kept under phase.
+func reserveLoad(ctx context.Context, e *Env, phase string, oversell bool) (_ *ReserveSummary, _ *reserveState, err error) {
 	cfg, rc := e.cfg, e.cfg.Reserve
 	client := e.targets[0] // reads of the invariant: any replica sees the same database
 
@@ -290,6 +291,7 @@ func reserveLoad(ctx context.Context, e *Env, oversell bool) (_ *ReserveSummary,
 		},
 		OnResult: func(res loadgen.Result) {
 			e.observe("reserve", res)
+			e.slowest.Record(phase, res)
 			tl.Record(res)
 			st.record(res)
 		},

@@ -109,6 +109,7 @@ func TestReserveScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("summary: %+v", sum)
+	checkSlowest(t, sum.Traces, "reserve")
 	if !sum.Passed || !sum.Invariant.Passed || len(sum.Invariant.Violations) != 0 {
 		t.Errorf("passed=%v invariant=%+v failures=%q", sum.Passed, sum.Invariant, sum.Failures)
 	}
@@ -274,6 +275,7 @@ func TestLostLockScenario(t *testing.T) {
 	if len(sum.Modes) != 3 || !sum.Passed {
 		t.Fatalf("modes %d, passed %v, failures %q", len(sum.Modes), sum.Passed, sum.Failures)
 	}
+	checkSlowest(t, sum.Traces, "unsafe", "lock", "fenced")
 	unsafe, fenced := sum.Modes[0], sum.Modes[2]
 	if unsafe.Mode != "unsafe" || unsafe.Oversold == 0 || unsafe.Reserve.Created < 2 {
 		t.Errorf("unsafe: %d created, %d oversold; want units oversold", unsafe.Reserve.Created, unsafe.Oversold)

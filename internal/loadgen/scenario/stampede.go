@@ -110,7 +110,7 @@ func (s *Stampede) Run(ctx context.Context, e *Env) (err error) {
 	if scheduled > 0 {
 		sum.ErrorRate = float64(sum.Errors+sum.Dropped) / float64(scheduled)
 	}
-	return e.conclude(s.Name(), sum, &sum.Verdict, sum.ErrorRate)
+	return e.conclude(ctx, s.Name(), sum, &sum.Verdict, sum.ErrorRate)
 }
 
 // saveStrategy reads the category_stats strategy of every target and
@@ -183,6 +183,7 @@ func (s *Stampede) runPhase(ctx context.Context, e *Env, p Phase) (PhaseSummary,
 		Do:          hotKeyReads(e.targets, hk.Keys),
 		OnResult: func(res loadgen.Result) {
 			e.observe(s.Name(), res)
+			e.slowest.Record(p.Name, res)
 			tl.Record(res)
 			if !res.Dropped && res.Seq >= warmSeq {
 				warm.Record(res.Latency)

@@ -21,6 +21,7 @@ type StampedeSummary struct {
 	WarmupSeconds   float64        `json:"warmup_seconds"`
 	HotKeys         int            `json:"hot_keys"`
 	Phases          []PhaseSummary `json:"phases"`
+	Traces
 	Verdict
 }
 
@@ -116,14 +117,14 @@ func (s *StampedeSummary) Report() report.Report {
 		hits.Lines = append(hits.Lines, timelineLine(p.Name, p.Timeline, serverHitRatio))
 		names, pts = append(names, p.Name+" "), append(pts, p.Timeline)
 	}
-	return report.Report{
+	return s.Traces.addTo(report.Report{
 		Title: "Stampede: " + s.Cache + " under each strategy",
 		Intro: fmt.Sprintf("%g requests/s (open model) at %d hot keys of %s on %s, %gs per phase, %s to %s.",
 			s.RateRPS, s.HotKeys, s.Cache, s.Target, s.PhaseSeconds, s.Started.Format(time.RFC3339), s.Finished.Format(time.RFC3339)),
 		Tables: []report.Table{table},
 		Charts: []report.Chart{latency, recomputes, hits, errorsChart(names, pts, "seconds into the phase")},
 		Notes:  s.Failures,
-	}
+	})
 }
 
 // ReadStampedeSummary reads a summary.json written by WriteJSON.

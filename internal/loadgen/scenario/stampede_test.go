@@ -153,6 +153,7 @@ func TestStampedeScenario(t *testing.T) {
 	if !sum.Passed || sum.HotKeys != hotKeys {
 		t.Errorf("passed=%v hot_keys=%d failures=%v", sum.Passed, sum.HotKeys, sum.Failures)
 	}
+	checkSlowest(t, sum.Traces, "ttl", "xfetch:1")
 	ttlP, xf := sum.Phases[0], sum.Phases[1]
 	for _, p := range sum.Phases {
 		t.Logf("%s: recomputes=%v (%.2f per key per window, by reason %v) hit_ratio=%.3f early=%v gets=%v latency=%+v after_warmup=%+v",

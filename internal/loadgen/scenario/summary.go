@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,19 +17,29 @@ import (
 	"github.com/stampede-lab/stampede/internal/loadgen/report"
 )
 
-// writeReport writes the report directory of scenario: summary.json from
-// sum, then report.md and the charts of rep, and lists the files on stdout.
-func (e *Env) writeReport(scenario string, sum any, rep report.Report) error {
+// reported is a summary writeReport writes: its Traces, filled in first,
+// and its report.
+type reported interface {
+	Report() report.Report
+	tracing() *Traces
+}
+
+// writeReport writes the report directory of scenario: it fills in sum's
+// Traces (reading the slowest traces from Jaeger with -jaeger-url), then
+// writes summary.json from sum, report.md and the charts of sum.Report(),
+// and lists the files on stdout.
+func (e *Env) writeReport(ctx context.Context, scenario string, sum reported) error {
 	dir, err := e.reportDir(scenario)
 	if err != nil {
 		return err
 	}
+	e.collectTraces(ctx, sum.tracing())
 	stdout := e.stdout
 	path, err := writeSummary(dir, sum)
 	if err != nil {
 		return err
 	}
-	files, err := rep.Write(dir)
+	files, err := sum.Report().Write(dir)
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
@@ -65,18 +76,18 @@ type Verdict struct {
 
 // summary is what conclude writes: the report and a table for stdout.
 type summary interface {
-	Report() report.Report
+	reported
 	WriteTable(w io.Writer)
 }
 
 // conclude adds the error rate's failure to v, writes sum's report and
 // table, and returns v's failures as an error wrapping errErrorRate.
-func (e *Env) conclude(scenario string, sum summary, v *Verdict, errorRate float64) error {
+func (e *Env) conclude(ctx context.Context, scenario string, sum summary, v *Verdict, errorRate float64) error {
 	if errorRate > v.MaxErrorRate {
 		v.Failures = append(v.Failures, fmt.Sprintf("error rate %.4f > %.4f", errorRate, v.MaxErrorRate))
 	}
 	v.Passed = len(v.Failures) == 0
-	if err := e.writeReport(scenario, sum, sum.Report()); err != nil {
+	if err := e.writeReport(ctx, scenario, sum); err != nil {
 		return err
 	}
 	sum.WriteTable(e.stdout)
