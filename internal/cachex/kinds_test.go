@@ -81,6 +81,7 @@ func everyKind() []struct {
 		{"TestSpansOfAnEarlyRefreshAndAFailedLoad", TestSpansOfAnEarlyRefreshAndAFailedLoad},
 		{"TestSpansLinkWaitersToTheLeader", TestSpansLinkWaitersToTheLeader},
 		{"TestSpansOfGetMany", TestSpansOfGetMany},
+		{"TestNoSpansUnderAnUnsampledParent", TestNoSpansUnderAnUnsampledParent},
 		{"TestRecomputeExemplarIsTheCallersTrace", TestRecomputeExemplarIsTheCallersTrace},
 		{"TestGetManyOnAClusterReportsALaterNodesFailure", TestGetManyOnAClusterReportsALaterNodesFailure},
 		{"TestBatchRefreshCountsALockErrorAsAnError", TestBatchRefreshCountsALockErrorAsAnError},

@@ -36,9 +36,15 @@ func newTracer(tp trace.TracerProvider, cache string) *tracer {
 	return &tracer{t: tp.Tracer(instrumentation), cache: attribute.String("cachex.cache", cache)}
 }
 
-// start starts a span named name under ctx's; nil when t is.
+// start starts a span named name under ctx's; nil when t is, or when ctx
+// holds a span that was not sampled: under a parent-based sampler (the
+// usual one, and the API's) its children would not be recorded either, and
+// most reads of a service sampling a few traces are such children.
 func (t *tracer) start(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	if t == nil {
+		return ctx, nil
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !sc.IsSampled() {
 		return ctx, nil
 	}
 	return t.t.Start(ctx, name, trace.WithAttributes(append(attrs, t.cache)...))

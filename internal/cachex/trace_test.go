@@ -273,3 +273,28 @@ func TestDependsOnTheOtelAPIOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestNoSpansUnderAnUnsampledParent: a read under a span its caller chose
+// not to sample starts none of cachex's, even under a sampler that would
+// record them: a parent-based sampler would not, and skipping them is what
+// keeps tracing cheap for the reads of the traces not kept.
+func TestNoSpansUnderAnUnsampledParent(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	c, _ := newCache(t, client(t, testenv.Redis(t)), Raw{}, Options{Name: "unsampled", TTL: time.Minute, TracerProvider: tp})
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}}) // flags 00: not sampled
+	ctx := trace.ContextWithRemoteSpanContext(context.Background(), parent)
+	if _, err := c.Get(ctx, "k", func(context.Context) ([]byte, error) { return []byte("v"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rec.Ended()); n != 0 {
+		t.Fatalf("%d spans under an unsampled parent, want none", n)
+	}
+	if _, err := c.Get(context.Background(), "k", func(context.Context) ([]byte, error) { return []byte("v"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rec.Ended()); n != 1 {
+		t.Fatalf("%d spans for a read without a parent, want its cachex.get", n)
+	}
+}

@@ -55,8 +55,9 @@ func (l *Locker) acquire(ctx context.Context, resource string, once bool) (lk *L
 	parent, attempts := ctx, 0 // the Lock's context descends from the caller's, not the span's
 	if l.tr != nil {
 		var span trace.Span
-		ctx, span = l.tr.startAcquire(ctx, resource, once)
-		defer func() { endAcquire(span, lk, err, attempts, time.Since(start)) }()
+		if ctx, span = l.tr.startAcquire(ctx, resource, once); span != nil {
+			defer func() { endAcquire(span, lk, err, attempts, time.Since(start)) }()
+		}
 	}
 	a := &acquisition{
 		l:        l,

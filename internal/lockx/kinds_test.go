@@ -46,6 +46,7 @@ func TestOverAutoPipeliner(t *testing.T) {
 		{"TestAcquireSpansTellResultAttemptsAndToken", TestAcquireSpansTellResultAttemptsAndToken},
 		{"TestLostLockIsAnEventOnTheHoldersSpan", TestLostLockIsAnEventOnTheHoldersSpan},
 		{"TestAcquireWaitExemplarIsTheCallersTrace", TestAcquireWaitExemplarIsTheCallersTrace},
+		{"TestNoAcquireSpanUnderAnUnsampledParent", TestNoAcquireSpanUnderAnUnsampledParent},
 		{"TestRedlockWithAnUnreachableServer", TestRedlockWithAnUnreachableServer},
 		{"TestAQuorumWonTooLateIsNotALock", TestAQuorumWonTooLateIsNotALock},
 		{"TestAcquireOverrunsWaitByAtMostTimeout", TestAcquireOverrunsWaitByAtMostTimeout},

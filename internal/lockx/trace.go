@@ -35,8 +35,13 @@ func newTracer(tp trace.TracerProvider, name string) *tracer {
 	return &tracer{t: tp.Tracer(instrumentation), name: attribute.String("lockx.name", name)}
 }
 
-// startAcquire starts the span of one Acquire or TryAcquire call.
+// startAcquire starts the span of one Acquire or TryAcquire call, or
+// returns nil under a parent span that was not sampled (a parent-based
+// sampler would not record it).
 func (t *tracer) startAcquire(ctx context.Context, resource string, once bool) (context.Context, trace.Span) {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !sc.IsSampled() {
+		return ctx, nil
+	}
 	return t.t.Start(ctx, spanAcquire, trace.WithAttributes(t.name,
 		attribute.String("lockx.resource", resource), attribute.Bool("lockx.try", once)))
 }

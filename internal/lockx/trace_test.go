@@ -12,6 +12,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/stampede-lab/stampede/internal/testenv"
 )
@@ -138,5 +139,26 @@ func TestDependsOnTheOtelAPIOnly(t *testing.T) {
 		if strings.HasPrefix(dep, "go.opentelemetry.io/") && !slices.ContainsFunc(allowed, func(a string) bool { return strings.HasPrefix(dep, a) }) {
 			t.Errorf("lockx depends on %s: only the OpenTelemetry API (trace, attribute, codes) is allowed", dep)
 		}
+	}
+}
+
+// TestNoAcquireSpanUnderAnUnsampledParent: an acquisition under a span its
+// caller chose not to sample starts no span, even under a sampler that
+// would record it (a parent-based one would not).
+func TestNoAcquireSpanUnderAnUnsampledParent(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	l, _ := newLocker(t, clients(t, testenv.Redis(t)), Options{Name: "unsampled", TTL: 5 * time.Second, TracerProvider: tp})
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}}) // flags 00
+	lk, err := l.Acquire(trace.ContextWithRemoteSpanContext(context.Background(), parent), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rec.Ended()); n != 0 {
+		t.Fatalf("%d spans under an unsampled parent, want none", n)
 	}
 }

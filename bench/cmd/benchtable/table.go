@@ -281,9 +281,9 @@ var goals = []goal{
 	{parent: "PeerAcquireRelease", variant: "lockx-ap", mode: "parallel", of: "rueidislock", max: 1},
 	{parent: "PeerAcquireRelease", variant: "lockx-3nodes", of: "lockx", max: 2.5},
 	{parent: "PeerAcquireRelease", variant: "lockx-3nodes-ap", of: "lockx-ap", max: 2.5},
-	// Tracing (issue 18): through the OpenTelemetry API without an SDK at
-	// most 2% over no provider; with the SDK sampling 10%, at most 10%.
-	{parent: "GetJSONTraced", variant: "noop", max: 1.02},
+	// Tracing (issue 18): with the SDK sampling 10% of traces, at most 10%
+	// over no provider. (Off against the code before tracing is two builds:
+	// docs/benchmarks.md, Tracing.)
 	{parent: "GetJSONTraced", variant: "sampled10", max: 1.10},
 	// The median hot-lock handoff, in round trips.
 	{parent: "Handoff", variant: "lockx", metric: "handoff-p50-rtt", max: 2},
