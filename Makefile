@@ -49,12 +49,23 @@ down: ## stop both demo variants and drop their data
 	docker compose -f compose.yaml down -v --remove-orphans
 	docker compose -f compose.minimal.yaml down -v --remove-orphans
 
+# jaeger: Jaeger v2 from its Go module, in a module of its own (tools/jaeger)
+# so that the main go.mod stays lean. The first build downloads and compiles
+# a few hundred modules (5 to 20 minutes); after that, seconds. A module
+# build has no UI assets: the query API works, the UI page is a placeholder
+# (compose's Jaeger image has the UI).
+JAEGER_BIN ?= .tools/bin/jaeger
+.PHONY: jaeger
+jaeger: ## build Jaeger (traces) into .tools/bin/jaeger for run-local and the tests; slow the first time
+	GOWORK=off $(GO) -C tools/jaeger build -o $(abspath $(JAEGER_BIN)) github.com/jaegertracing/jaeger/cmd/jaeger
+	@echo "built $(JAEGER_BIN) (Jaeger $$(sed -n 's|^[[:space:]]*github.com/jaegertracing/jaeger \(v[0-9.]*\).*|\1|p' tools/jaeger/go.mod))"
+
 .PHONY: run-local
-run-local: ## the stack without Docker: starts 4 Redis of its own on free ports (addresses in .run/env), the API on :8080 and Prometheus on :9090 if installed; migrates and seeds db stampede; DEMO=1 also runs the demo load (metrics on :9102)
-	$(if $(DEMO),DEMO=$(DEMO) )bash scripts/local.sh start
+run-local: ## the stack without Docker: starts 4 Redis of its own on free ports (addresses in .run/env), the API on :8080, Jaeger if built (make jaeger; JAEGER=1 builds it first, JAEGER=0 leaves it out) and Prometheus on :9090 if installed; migrates and seeds db stampede; DEMO=1 also runs the demo load (metrics on :9102)
+	$(if $(DEMO),DEMO=$(DEMO) )$(if $(JAEGER),JAEGER=$(JAEGER) )bash scripts/local.sh start
 
 .PHONY: stop-local
-stop-local: ## stop what run-local started (the API, the demo load, Prometheus and the Redis servers recorded in .run/)
+stop-local: ## stop what run-local started (the API, the demo load, Jaeger, Prometheus and the Redis servers recorded in .run/)
 	bash scripts/local.sh stop
 
 # experiments: the guided experiments' commands as docs/experiments shows them,

@@ -13,7 +13,11 @@
 // Every dashboard has a Prometheus data source variable named datasource and
 // multi-value job and instance variables, and every query filters on
 // {job=~"$job", instance=~"$instance"}. Every panel has a description that says
-// what it shows and what good looks like, a unit and thresholds.
+// what it shows and what good looks like, a unit and thresholds. The time
+// series queries over the histograms the API records exemplars on
+// (http_request_duration_seconds, cachex_recompute_duration_seconds,
+// lockx_acquire_wait_seconds) ask for them: Grafana draws each as a point
+// that links to its trace in Jaeger.
 //
 // [All] returns the generated files; `go run ./dashboards/cmd/gendashboards`
 // (make dashboards) writes them, and a test fails when the committed JSON is

@@ -206,3 +206,40 @@ func TestDashboardsVariablesAndUIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestExemplars checks the generated JSON: every time series query over a
+// histogram the API records exemplars on (docs/metrics.md) asks for them, so
+// that its points link to their traces in Jaeger, and no other query does
+// (other panels cannot draw them, other metrics have none). Each of those
+// histograms has at least one such query.
+func TestExemplars(t *testing.T) {
+	histograms := []string{"http_request_duration_seconds", "cachex_recompute_duration_seconds", "lockx_acquire_wait_seconds"}
+	seen := map[string]int{}
+	for uid, d := range decodeAll(t) {
+		panels, _ := jsonPanels(d)
+		for _, p := range panels {
+			targets, _ := p["targets"].([]any)
+			for _, q := range targets {
+				expr, _ := path(q, "expr").(string)
+				hist := ""
+				for _, h := range histograms {
+					if strings.Contains(expr, h+"_bucket{") {
+						hist = h
+					}
+				}
+				want := hist != "" && p["type"] == "timeseries" && path(q, "instant") != true
+				if got := path(q, "exemplar") == true; got != want {
+					t.Errorf("%s / %v / %v: exemplar %v, want %v (%s)", uid, p["title"], path(q, "refId"), got, want, expr)
+				}
+				if want {
+					seen[hist]++
+				}
+			}
+		}
+	}
+	for _, h := range histograms {
+		if seen[h] == 0 {
+			t.Errorf("no time series query over %s asks for exemplars", h)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package dashboards
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
@@ -136,6 +137,31 @@ func configure[B panelBuilder[B]](b B, id uint32, p panelSpec) B {
 // refID names the i-th query of a panel: A, B, C, ...
 func refID(i int) string { return string(rune('A' + i)) }
 
+// exemplarHistograms are the histograms the API records exemplars on (a
+// trace_id per bucket, from the sampled request that fell in it: OpenMetrics
+// scrapes, Prometheus --enable-feature=exemplar-storage). A time series
+// query over one of them asks Grafana for its exemplars, which link to the
+// trace in Jaeger (the Prometheus datasource's exemplarTraceIdDestinations).
+var exemplarHistograms = []string{
+	"http_request_duration_seconds_bucket",
+	"cachex_recompute_duration_seconds_bucket",
+	"lockx_acquire_wait_seconds_bucket",
+}
+
+// wantsExemplars reports whether a query of panel p with expression expr
+// shows exemplars: a range query of a time series panel that selects one of
+// exemplarHistograms. Other panels cannot draw them, other metrics have none.
+func wantsExemplars(p panelSpec, expr string) bool {
+	if p.kind != kindTimeseries || p.instant {
+		return false
+	}
+	names, err := MetricNames(expr)
+	if err != nil {
+		return false // the query tests report the expression
+	}
+	return slices.ContainsFunc(names, func(n string) bool { return slices.Contains(exemplarHistograms, n) })
+}
+
 func query(ref string, t target, p panelSpec) *prometheus.DataqueryBuilder {
 	q := prometheus.NewDataqueryBuilder().
 		RefId(ref).
@@ -143,6 +169,9 @@ func query(ref string, t target, p panelSpec) *prometheus.DataqueryBuilder {
 		Expr(t.expr).
 		LegendFormat(t.legend).
 		EditorMode(prometheus.QueryEditorModeCode)
+	if wantsExemplars(p, t.expr) {
+		q.Exemplar(true)
+	}
 	switch {
 	case p.kind == kindHeatmap:
 		q.Format(prometheus.PromQueryFormatHeatmap).Range()

@@ -247,7 +247,7 @@ func TestCompose(t *testing.T) {
 		t.Run(v.compose, func(t *testing.T) {
 			p := loadProject(t, root, v.compose)
 			names := p.ServiceNames()
-			for _, want := range []string{"postgres", "redis-cache", "seed", "api-1", "loadgen", "prometheus", "grafana"} {
+			for _, want := range []string{"postgres", "redis-cache", "seed", "api-1", "loadgen", "jaeger", "prometheus", "grafana"} {
 				if !slices.Contains(names, want) {
 					t.Errorf("no service %q (services: %v)", want, names)
 				}
@@ -383,18 +383,19 @@ func checkGrafana(t *testing.T, root string, p *types.Project) {
 		}
 	}
 
-	var ds struct {
-		Datasources []struct {
-			UID       string `yaml:"uid"`
-			URL       string `yaml:"url"`
-			IsDefault bool   `yaml:"isDefault"`
-		} `yaml:"datasources"`
+	// Every file of the directory is provisioned: the Prometheus datasource
+	// (the default) and Jaeger's.
+	var defaults []string
+	for _, ds := range provisionedDatasources(t, root) {
+		if ds.IsDefault {
+			defaults = append(defaults, ds.UID)
+		}
+		if u, err := url.Parse(ds.URL); err != nil || !slices.Contains(p.ServiceNames(), u.Hostname()) {
+			t.Errorf("datasource %s: url %q does not name a compose service", ds.UID, ds.URL)
+		}
 	}
-	readYAML(t, filepath.Join(root, datasourceFile), &ds)
-	if len(ds.Datasources) != 1 || ds.Datasources[0].UID != "prometheus" || !ds.Datasources[0].IsDefault {
-		t.Errorf("%s: want one default datasource with uid prometheus (the dashboards' default), got %+v", datasourceFile, ds.Datasources)
-	} else if u, err := url.Parse(ds.Datasources[0].URL); err != nil || !slices.Contains(p.ServiceNames(), u.Hostname()) {
-		t.Errorf("%s: url %q does not name a compose service", datasourceFile, ds.Datasources[0].URL)
+	if !slices.Equal(defaults, []string{"prometheus"}) {
+		t.Errorf("deploy/grafana/provisioning/datasources: default datasources %v, want the one with uid prometheus (the dashboards' default)", defaults)
 	}
 
 	var prov struct {

@@ -45,20 +45,8 @@ func TestEndToEnd(t *testing.T) {
 		t.Skip("end to end: builds and runs the api, loadgen and prometheus")
 	}
 	root := repoRoot(t)
-	promBin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatal("prometheus is not on PATH: install Debian's prometheus package (apt-get install -y prometheus)")
-	}
-	if out, err := exec.Command(promBin, "--version").CombinedOutput(); err == nil {
-		t.Logf("%s", bytes.SplitN(out, []byte("\n"), 2)[0])
-	}
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin, "./cmd/api", "./cmd/loadgen")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	api, loadgen := filepath.Join(bin, "api"), filepath.Join(bin, "loadgen")
+	promBin := prometheusBin(t)
+	api, loadgen := buildBinaries(t, root)
 
 	dbURL := testenv.PostgresURL(t)
 	nodes := testenv.RedisNodes(t, 4)
@@ -68,8 +56,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	env := append(os.Environ(), "DATABASE_URL="+dbURL, "REDIS_URL="+nodes[0].URL(),
 		"LOCK_REDIS_URLS="+strings.Join(lockURLs, ","), "ADMIN_TOKEN="+e2eToken, "MIGRATE=false", "LOG_LEVEL=warn")
-	seed := exec.Command(api, "seed", "-scale", "0.05")
-	seed.Env = env
+	seed := execIn(api, env, "seed", "-scale", "0.05")
 	if out, err := seed.CombinedOutput(); err != nil {
 		t.Fatalf("api seed: %v\n%s", err, out)
 	}
@@ -98,6 +85,7 @@ func TestEndToEnd(t *testing.T) {
 	cfg := prometheusConfig(t, root, map[string][]string{"api": apis, "loadgen": {lgAddr}})
 	startProcess(t, "prometheus", promBin, []string{
 		"--config.file=" + cfg, "--storage.tsdb.path=" + t.TempDir(), "--web.listen-address=" + promAddr,
+		"--enable-feature=exemplar-storage", // as compose and run-local start it
 	}, nil)
 	prom := "http://" + promAddr
 	waitHTTP(t, prom+"/-/ready", 20*time.Second)

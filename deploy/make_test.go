@@ -110,3 +110,66 @@ func composeLine(lines []string, file string, words ...string) int {
 		return !slices.ContainsFunc(words, func(w string) bool { return !slices.Contains(rest, w) })
 	})
 }
+
+// TestMakeJaeger checks how Jaeger is built and wired: make jaeger builds
+// cmd/jaeger of the tools/jaeger module (GOWORK=off: never the main
+// module's dependencies) into .tools/bin/jaeger, which git ignores; make
+// run-local passes JAEGER on to scripts/local.sh, whose default binary is
+// that one; .ci/run builds it before make test, so that the tests that run
+// Jaeger do not skip on CI.
+func TestMakeJaeger(t *testing.T) {
+	root := repoRoot(t)
+	recipes := makeRecipes(t, filepath.Join(root, "Makefile"))
+	build := slices.IndexFunc(recipes["jaeger"], func(line string) bool {
+		f := strings.Fields(line)
+		return slices.Contains(f, "GOWORK=off") && slices.Contains(f, "build") &&
+			slices.Contains(f, "github.com/jaegertracing/jaeger/cmd/jaeger") &&
+			strings.Contains(line, "-C tools/jaeger") && strings.Contains(line, "-o ")
+	})
+	if build < 0 {
+		t.Errorf("make jaeger: no GOWORK=off go -C tools/jaeger build -o ... github.com/jaegertracing/jaeger/cmd/jaeger in %q", recipes["jaeger"])
+	}
+	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^JAEGER_BIN \??= \.tools/bin/jaeger$`).Match(mk) {
+		t.Error("Makefile: JAEGER_BIN is not .tools/bin/jaeger")
+	}
+	if !slices.ContainsFunc(recipes["run-local"], func(line string) bool {
+		return strings.Contains(line, "JAEGER=$(JAEGER)") && strings.Contains(line, "scripts/local.sh start")
+	}) {
+		t.Errorf("make run-local does not pass JAEGER to scripts/local.sh start: %q", recipes["run-local"])
+	}
+
+	local, err := os.ReadFile(filepath.Join(root, "scripts", "local.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(local), "JAEGER_BIN=${JAEGER_BIN:-$root/.tools/bin/jaeger}") {
+		t.Error("scripts/local.sh: the default JAEGER_BIN is not $root/.tools/bin/jaeger (make jaeger's)")
+	}
+
+	gi, err := os.ReadFile(filepath.Join(root, ".gitignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Fields(string(gi)), "/.tools/") {
+		t.Error(".gitignore does not list /.tools/ (make jaeger's binary)")
+	}
+
+	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for line := range strings.Lines(string(ci)) {
+		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	jaeger, test := slices.Index(lines, "make jaeger"), slices.Index(lines, "make test")
+	if jaeger < 0 || test < 0 || jaeger > test {
+		t.Errorf(".ci/run: want make jaeger before make test (lines %d and %d)", jaeger, test)
+	}
+}

@@ -138,6 +138,9 @@ func TestWorkflowTest(t *testing.T) {
 	}
 	install := findStep(steps, func(s step) bool { return runs(s, "apt-get", "install", "redis-server", "prometheus", "jq") })
 	test := findStep(steps, func(s step) bool { return runs(s, "make", "test") })
+	if jaeger := findStep(steps, func(s step) bool { return runs(s, "make", "jaeger") }); jaeger < 0 || jaeger > test {
+		t.Errorf("%s: no step runs make jaeger before make test (the trace tests need the binary)", testWorkflow)
+	}
 	if install < 0 {
 		t.Errorf("%s: no step runs apt-get install redis-server prometheus jq", testWorkflow)
 	}

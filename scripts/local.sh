@@ -2,27 +2,40 @@
 # The whole stack from local binaries, without Docker: make run-local / make stop-local.
 # Reuses a running Postgres (127.0.0.1:5432, user postgres). Starts its own Redis servers
 # on free loopback ports (the caches' Redis and the three of the lock's Redlock quorum),
-# migrates, seeds and starts the API on 127.0.0.1:8080 and, when installed, Prometheus on
-# 127.0.0.1:9090. Everything it starts is recorded in .run/ (*.pid; redis-*.port for each
-# Redis; env holds the addresses) and stopped by "stop". A second "start" reuses the
-# recorded servers that still run (the process on the recorded port must be the recorded
-# pid), and restarts the API when its binary or settings changed.
+# Jaeger when built (make jaeger: .tools/bin/jaeger) on free loopback ports, migrates,
+# seeds and starts the API on 127.0.0.1:8080 (exporting its traces to that Jaeger) and,
+# when installed, Prometheus on 127.0.0.1:9090 (with exemplar storage). Everything it
+# starts is recorded in .run/ (*.pid; redis-*.port for each Redis, jaeger-otlp.port and
+# jaeger-ui.port; env holds the addresses) and stopped by "stop". A second "start" reuses
+# the recorded servers that still run (the process on the recorded port must be the
+# recorded pid), and restarts the API or Jaeger when its binary or settings changed.
 #
 # Settings (environment): HTTP_ADDR (127.0.0.1:8080), DB_NAME (stampede), RUN_DIR (.run),
 # PROMETHEUS_ADDR (127.0.0.1:9090), SCALE (seed scale, 1), ADMIN_TOKEN (local-admin),
 # DEMO (1: also run the load generator's endless demo mix, as compose does; off by default,
 # so that the guided experiments drive the API alone; a start without it stops a running one),
-# LOADGEN_ADDR (127.0.0.1:9102: the demo's /metrics, which Prometheus scrapes).
+# LOADGEN_ADDR (127.0.0.1:9102: the demo's /metrics, which Prometheus scrapes),
+# JAEGER (unset: run Jaeger when JAEGER_BIN exists; 1: build it first with make jaeger, which
+# takes 5 to 20 minutes the first time and seconds after; 0: no Jaeger, and a running one
+# is stopped; the API then gets the environment's OTEL_EXPORTER_OTLP_ENDPOINT, if any),
+# JAEGER_BIN (.tools/bin/jaeger), TRACE_SAMPLE (the API's sampling ratio; its default if unset).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 RUN=${RUN_DIR:-$root/.run}
 [[ $RUN == /* ]] || RUN="$PWD/$RUN" # absolute: the API is recognised by its command line
+JAEGER_BIN=${JAEGER_BIN:-$root/.tools/bin/jaeger}
+[[ $JAEGER_BIN == /* ]] || JAEGER_BIN="$PWD/$JAEGER_BIN" # absolute: make -C builds it
 cd "$root"
 HTTP_ADDR=${HTTP_ADDR:-127.0.0.1:8080}
 DB_NAME=${DB_NAME:-stampede}
 PROMETHEUS_ADDR=${PROMETHEUS_ADDR:-127.0.0.1:9090}
 LOADGEN_ADDR=${LOADGEN_ADDR:-127.0.0.1:9102}
 DEMO=${DEMO:-0}
+JAEGER=${JAEGER:-}
+JAEGER_CONFIG=$root/deploy/jaeger/local.yaml
+# Exemplars (trace ids on the API's latency histograms) are kept only with
+# this feature; Prometheus asks for OpenMetrics, which carries them.
+PROMETHEUS_FEATURES=--enable-feature=exemplar-storage
 REDIS_NAMES=(cache lock1 lock2 lock3)
 say() { printf 'run-local: %s\n' "$*"; }
 
@@ -183,6 +196,93 @@ start_api() {
 	say "api: started on $HTTP_ADDR (pid $pid)"
 }
 
+# jaeger_ours reports whether process $1 is the Jaeger this script started:
+# its command line gives the OTLP receiver the recorded port.
+jaeger_ours() {
+	local port
+	alive "$1" || return 1
+	port=$(cat "$RUN/jaeger-otlp.port" 2>/dev/null) || return 1
+	[[ $(args_of "$1") == *jaeger*"--config=file:"*"--set=receivers.otlp.protocols.http.endpoint=127.0.0.1:$port"* ]]
+}
+
+# stop_jaeger stops the Jaeger this script started (after the API, which
+# flushes its last spans as it stops).
+stop_jaeger() {
+	local pid
+	pid=$(cat "$RUN/jaeger.pid" 2>/dev/null || true)
+	if [ -n "$pid" ] && jaeger_ours "$pid"; then end_process jaeger "$pid"; fi
+	rm -f "$RUN/jaeger.pid" "$RUN/jaeger.stamp"
+}
+
+# start_jaeger runs Jaeger (see JAEGER at the top) on deploy/jaeger/local.yaml,
+# its OTLP/HTTP receiver and query service on free loopback ports (the
+# recorded ones first), reusing the recorded one when it runs the same binary
+# and configuration. It sets JAEGER_OTLP_URL and JAEGER_URL, empty when no
+# Jaeger runs.
+start_jaeger() {
+	local pid stamp otlp ui try
+	JAEGER_OTLP_URL="" JAEGER_URL=""
+	if [ "$JAEGER" = 0 ]; then
+		stop_jaeger
+		return
+	fi
+	if [ "$JAEGER" = 1 ]; then
+		say "jaeger: make jaeger (5 to 20 minutes the first time, seconds after)"
+		make -C "$root" --no-print-directory jaeger JAEGER_BIN="$JAEGER_BIN"
+	fi
+	if [ ! -x "$JAEGER_BIN" ]; then
+		stop_jaeger
+		say "jaeger: not built, so no traces (make jaeger once, 5 to 20 minutes the first time; then make run-local again)"
+		return
+	fi
+	otlp=$(cat "$RUN/jaeger-otlp.port" 2>/dev/null || true)
+	ui=$(cat "$RUN/jaeger-ui.port" 2>/dev/null || true)
+	stamp=$(printf 'binary sha256 %s\nconfig sha256 %s\n' "$(checksum "$JAEGER_BIN")" "$(checksum "$JAEGER_CONFIG")")
+	pid=$(cat "$RUN/jaeger.pid" 2>/dev/null || true)
+	if [ -n "$pid" ] && jaeger_ours "$pid" && [ -n "$ui" ] && keep_running jaeger "$pid" "$stamp"; then
+		JAEGER_OTLP_URL="http://127.0.0.1:$otlp" JAEGER_URL="http://127.0.0.1:$ui"
+		return
+	fi
+	rm -f "$RUN/jaeger.pid"
+	for try in $(seq 10); do
+		if [ "$try" -gt 1 ] || [ -z "$otlp" ] || [ -z "$ui" ]; then otlp=$(random_port) ui=$(random_port); fi
+		if [ "$otlp" = "$ui" ] || listening "$otlp" || listening "$ui"; then
+			otlp="" # taken: others
+			continue
+		fi
+		nohup "$JAEGER_BIN" --config=file:"$JAEGER_CONFIG" \
+			--set=receivers.otlp.protocols.http.endpoint="127.0.0.1:$otlp" \
+			--set=extensions.jaeger_query.http.endpoint="127.0.0.1:$ui" >"$RUN/jaeger.log" 2>&1 &
+		pid=$!
+		# Ready once both listen (the receiver starts after the query
+		# service) while the process lives.
+		for _ in $(seq 300); do
+			alive "$pid" || break
+			if listening "$otlp" && curl -fsS "http://127.0.0.1:$ui/api/services" >/dev/null 2>&1; then
+				echo "$pid" >"$RUN/jaeger.pid"
+				echo "$otlp" >"$RUN/jaeger-otlp.port"
+				echo "$ui" >"$RUN/jaeger-ui.port"
+				printf '%s\n' "$stamp" >"$RUN/jaeger.stamp"
+				JAEGER_OTLP_URL="http://127.0.0.1:$otlp" JAEGER_URL="http://127.0.0.1:$ui"
+				say "jaeger: started, OTLP/HTTP on $JAEGER_OTLP_URL, query and UI on $JAEGER_URL (pid $pid)"
+				return
+			fi
+			sleep 0.1
+		done
+		if alive "$pid"; then
+			end_process jaeger "$pid"
+			say "jaeger did not become ready in 30s; see $RUN/jaeger.log"
+			exit 1
+		fi
+		# A port taken since the check is worth another try; anything else
+		# is not.
+		grep -q 'address already in use' "$RUN/jaeger.log" || break
+	done
+	say "jaeger: could not start it; see $RUN/jaeger.log"
+	tail -n 5 "$RUN/jaeger.log" >&2
+	exit 1
+}
+
 # prometheus_config prints deploy/prometheus.yml for this stack: the compose
 # host names become the local addresses and the rule file its path in the
 # checkout. It fails when the file no longer has the shape it rewrites.
@@ -217,6 +317,12 @@ start_prometheus() {
 	fi
 	prometheus_config >"$RUN/prometheus.yml.new"
 	pid=$(cat "$RUN/prometheus.pid" 2>/dev/null || true)
+	# One an older version of this script started without exemplar storage
+	# is replaced (a reload does not change flags).
+	if [ -n "$pid" ] && prometheus_ours "$pid" && [[ $(args_of "$pid") != *" $PROMETHEUS_FEATURES"* ]]; then
+		say "prometheus: running without $PROMETHEUS_FEATURES: restarting it"
+		end_process prometheus "$pid"
+	fi
 	if [ -n "$pid" ] && prometheus_ours "$pid"; then
 		if ! cmp -s "$RUN/prometheus.yml.new" "$RUN/prometheus.yml"; then
 			mv "$RUN/prometheus.yml.new" "$RUN/prometheus.yml"
@@ -236,7 +342,7 @@ start_prometheus() {
 	fi
 	mv "$RUN/prometheus.yml.new" "$RUN/prometheus.yml"
 	nohup prometheus --config.file="$RUN/prometheus.yml" --storage.tsdb.path="$RUN/prometheus-data" \
-		--web.listen-address="$PROMETHEUS_ADDR" >"$RUN/prometheus.log" 2>&1 &
+		--web.listen-address="$PROMETHEUS_ADDR" "$PROMETHEUS_FEATURES" >"$RUN/prometheus.log" 2>&1 &
 	echo $! >"$RUN/prometheus.pid"
 	say "prometheus: started on $PROMETHEUS_ADDR (config $RUN/prometheus.yml)"
 }
@@ -324,6 +430,7 @@ stop() {
 	pid=$(cat "$RUN/api.pid" 2>/dev/null || true)
 	if [ -n "$pid" ] && api_ours "$pid"; then end_process api "$pid"; fi
 	rm -f "$RUN/api.pid" "$RUN/api.stamp"
+	stop_jaeger
 	stop_prometheus
 	for ((i = ${#REDIS_NAMES[@]} - 1; i >= 0; i--)); do stop_redis "${REDIS_NAMES[i]}"; done
 	stop_legacy
@@ -344,6 +451,7 @@ start() {
 	local name lock=()
 	for name in "${REDIS_NAMES[@]}"; do start_redis "$name"; done
 	for name in "${REDIS_NAMES[@]:1}"; do lock+=("redis://127.0.0.1:$(cat "$RUN/redis-$name.port")"); done
+	start_jaeger
 
 	psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$DB_NAME'" | grep -q 1 ||
 		psql -h 127.0.0.1 -U postgres -qc "CREATE DATABASE $DB_NAME"
@@ -353,7 +461,11 @@ start() {
 	LOCK_REDIS_URLS=$(IFS=,; echo "${lock[*]}")
 	export ADMIN_TOKEN="${ADMIN_TOKEN:-local-admin}"
 	export HTTP_ADDR
-	# The addresses, for users and tools: set -a; . .run/env; set +a
+	# The API's traces go to our Jaeger; without one, to whatever the
+	# environment says (nothing, or a collector of the user's).
+	[ -z "$JAEGER_OTLP_URL" ] || export OTEL_EXPORTER_OTLP_ENDPOINT="$JAEGER_OTLP_URL"
+	# The addresses, for users and tools: set -a; . .run/env; set +a. The
+	# API is restarted when this file changes.
 	{
 		echo "# the stack make run-local started (scripts/local.sh)"
 		echo "HTTP_ADDR=$HTTP_ADDR"
@@ -361,6 +473,9 @@ start() {
 		echo "REDIS_URL=$REDIS_URL"
 		echo "LOCK_REDIS_URLS=$LOCK_REDIS_URLS"
 		printf 'ADMIN_TOKEN=%q\n' "$ADMIN_TOKEN"
+		[ -z "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" ] || printf 'OTEL_EXPORTER_OTLP_ENDPOINT=%q\n' "$OTEL_EXPORTER_OTLP_ENDPOINT"
+		[ -z "${TRACE_SAMPLE:-}" ] || printf 'TRACE_SAMPLE=%q\n' "$TRACE_SAMPLE"
+		[ -z "$JAEGER_URL" ] || echo "JAEGER_URL=$JAEGER_URL"
 	} >"$RUN/env"
 
 	go build -o "$RUN/api" ./cmd/api
@@ -370,6 +485,9 @@ start() {
 	start_loadgen
 	local demo="off (DEMO=1 runs the compose demo's load mix)"
 	[ "$DEMO" != 1 ] || demo="http://$LOADGEN_ADDR/metrics   (log $RUN/loadgen.log; POST /demo/pause, /demo/resume)"
+	local jaeger="off (make jaeger once, then make run-local again)"
+	[ "$JAEGER" != 0 ] || jaeger="off (JAEGER=0)"
+	[ -z "$JAEGER_URL" ] || jaeger="$JAEGER_URL   (query API: /api/traces/<trace id>, /api/services; the API sends to $JAEGER_OTLP_URL)"
 	cat <<EOT
 run-local: up.
   API          http://$HTTP_ADDR   (try /v1/categories/1/stats, /openapi.yaml, /metrics)
@@ -378,9 +496,10 @@ run-local: up.
   Redis        cache $REDIS_URL
                lock  $LOCK_REDIS_URLS
   addresses    $RUN/env   (set -a; . $RUN/env; set +a)
-  Prometheus   http://$PROMETHEUS_ADDR   (if installed; scrapes the API and loadgen -metrics-addr $LOADGEN_ADDR)
+  Jaeger       $jaeger
+  Prometheus   http://$PROMETHEUS_ADDR   (if installed; scrapes the API and loadgen -metrics-addr $LOADGEN_ADDR; exemplars on)
   demo load    $demo
-  logs         $RUN/api.log, $RUN/redis-*.log
+  logs         $RUN/api.log, $RUN/redis-*.log${JAEGER_URL:+, $RUN/jaeger.log}
   stop         make stop-local${RUN_DIR:+   (with RUN_DIR=$RUN)}
 EOT
 }

@@ -47,6 +47,12 @@ type server struct{ pid, port int }
 //     start does not take that one for its own: it starts a new server, and
 //     restarts the API on the new address;
 //  5. stop ends every recorded process, and not the other Redis.
+//
+// When make jaeger has built Jaeger, start also runs it on free ports (not
+// Jaeger's defaults), records them and points the API at it: a request with
+// a sampled traceparent shows up in Jaeger as a trace of stampede-api.
+// Restarts follow the API's rules, and stop ends it. Prometheus, when
+// installed, stores exemplars.
 func TestLocalStartStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs scripts/local.sh: Redis servers, Postgres, the api")
@@ -65,8 +71,9 @@ func TestLocalStartStop(t *testing.T) {
 	db := "stampede_localsh_" + randomHex(t)
 	httpAddr := testenv.FreeAddr(t)
 	dropDatabase(t, db)
-	env := append(os.Environ(), "RUN_DIR="+run, "DB_NAME="+db, "HTTP_ADDR="+httpAddr, "PROMETHEUS_ADDR="+testenv.FreeAddr(t),
-		"SCALE=0.001", "ADMIN_TOKEN=t0k", "DEMO=0")
+	jaegerBin, withJaeger := jaegerBinary(t)
+	env := append(environ(), "RUN_DIR="+run, "DB_NAME="+db, "HTTP_ADDR="+httpAddr, "PROMETHEUS_ADDR="+testenv.FreeAddr(t),
+		"SCALE=0.001", "ADMIN_TOKEN=t0k", "DEMO=0", "JAEGER=", "JAEGER_BIN="+jaegerBin)
 	// build(n) changes the api binary with n: an -X of no variable still
 	// lands in the binary's build info.
 	build := func(n int) []string { return append(env, fmt.Sprintf("GOFLAGS=-ldflags=-X=main.localTestBuild=%d", n)) }
@@ -100,6 +107,20 @@ func TestLocalStartStop(t *testing.T) {
 	}
 	wantEnv := map[string]string{"REDIS_URL": fmt.Sprintf("redis://127.0.0.1:%d", redises["cache"].port), "LOCK_REDIS_URLS": strings.Join(lockURLs, ","),
 		"HTTP_ADDR": httpAddr}
+	var jaeger jaegerServer
+	if withJaeger {
+		jaeger = checkJaeger(t, run, out)
+		wantEnv["OTEL_EXPORTER_OTLP_ENDPOINT"] = jaeger.otlpURL()
+		wantEnv["JAEGER_URL"] = jaeger.queryURL()
+	} else {
+		wantEnv["OTEL_EXPORTER_OTLP_ENDPOINT"] = ""
+		if _, err := os.Stat(filepath.Join(run, "jaeger.pid")); err == nil {
+			t.Errorf("no Jaeger binary at %s, and yet a jaeger.pid", jaegerBin)
+		}
+		if !strings.Contains(out, "make jaeger") {
+			t.Errorf("without a Jaeger binary, the output does not say to run make jaeger:\n%s", out)
+		}
+	}
 	checkEnvFile(t, run, wantEnv)
 	api := checkAPI(t, run, httpAddr)
 	for name, s := range redises {
@@ -107,6 +128,13 @@ func TestLocalStartStop(t *testing.T) {
 		if n := connectedClients(s.port); n < 2 {
 			t.Errorf("redis %s has %d clients: the api does not use it", name, n)
 		}
+	}
+	checkPrometheus(t, run)
+	if withJaeger {
+		if penv, ok := processEnv(t, api); ok && penv["OTEL_EXPORTER_OTLP_ENDPOINT"] != jaeger.otlpURL() {
+			t.Errorf("the api runs with OTEL_EXPORTER_OTLP_ENDPOINT=%q, want %s (the Jaeger started)", penv["OTEL_EXPORTER_OTLP_ENDPOINT"], jaeger.otlpURL())
+		}
+		checkTraced(t, httpAddr, jaeger)
 	}
 
 	// 2. Another binary: the api restarts, the Redis servers stay.
@@ -126,6 +154,11 @@ func TestLocalStartStop(t *testing.T) {
 		t.Fatalf("nothing changed and the api was restarted (pid %d, then %d)", api2, api3)
 	}
 	checkSameRedis(t, run, redises)
+	if withJaeger {
+		if j := checkJaeger(t, run, ""); j != jaeger {
+			t.Errorf("nothing changed and Jaeger was restarted or moved: %+v, then %+v", jaeger, j)
+		}
+	}
 
 	// 4. lock2 dies and a Redis the script did not start takes its port.
 	old := redises["lock2"]
@@ -156,9 +189,19 @@ func TestLocalStartStop(t *testing.T) {
 
 	// 5. Stop.
 	api5 := readInt(t, filepath.Join(run, "api.pid"))
+	var prometheus int
+	if b, err := os.ReadFile(filepath.Join(run, "prometheus.pid")); err == nil {
+		prometheus, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
 	script(t, src, env, "stop")
 	if alive(api5) {
 		t.Errorf("the api (pid %d) runs after stop", api5)
+	}
+	if withJaeger && alive(jaeger.pid) {
+		t.Errorf("jaeger (pid %d) runs after stop", jaeger.pid)
+	}
+	if prometheus != 0 && alive(prometheus) {
+		t.Errorf("prometheus (pid %d) runs after stop", prometheus)
 	}
 	for name, s := range redises {
 		if alive(s.pid) {
@@ -179,7 +222,8 @@ func TestLocalStartStop(t *testing.T) {
 func snapshot(t *testing.T) string {
 	t.Helper()
 	dst := t.TempDir()
-	for _, p := range []string{"go.mod", "go.sum", "cmd/api", "cmd/loadgen", "internal", "migrations", "scripts/local.sh", "deploy/prometheus.yml", "deploy/rules"} {
+	for _, p := range []string{"go.mod", "go.sum", "cmd/api", "cmd/loadgen", "internal", "migrations", "scripts/local.sh", "deploy/prometheus.yml", "deploy/rules",
+		"deploy/jaeger/local.yaml"} {
 		from, to := filepath.Join("..", p), filepath.Join(dst, p)
 		fi, err := os.Stat(from)
 		if err != nil {
@@ -225,7 +269,7 @@ func script(t *testing.T, src string, env []string, arg string) string {
 // it, so that a failed test leaves nothing running.
 func stopAll(t *testing.T, src string, env []string, run string) {
 	var pids []int
-	for _, f := range []string{"api", "loadgen", "prometheus", "redis-cache", "redis-lock1", "redis-lock2", "redis-lock3"} {
+	for _, f := range []string{"api", "loadgen", "jaeger", "prometheus", "redis-cache", "redis-lock1", "redis-lock2", "redis-lock3"} {
 		if b, err := os.ReadFile(filepath.Join(run, f+".pid")); err == nil {
 			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 				pids = append(pids, pid)
@@ -242,11 +286,168 @@ func stopAll(t *testing.T, src string, env []string, run string) {
 		if alive(pid) {
 			args, _ := exec.Command("ps", "-o", "args=", "-p", strconv.Itoa(pid)).Output()
 			if a := string(args); strings.HasPrefix(a, filepath.Join(run, "api")) || strings.HasPrefix(a, filepath.Join(run, "loadgen")) ||
-				strings.Contains(a, "redis-server") || strings.Contains(a, "prometheus") {
+				strings.Contains(a, "redis-server") || strings.Contains(a, "prometheus") || strings.Contains(a, "jaeger") {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
 	}
+}
+
+// environ is the test's environment without the settings of tracing that
+// would change what local.sh does (a developer's own collector, say).
+func environ() []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return k == "OTEL_EXPORTER_OTLP_ENDPOINT" || k == "TRACE_SAMPLE" || k == "JAEGER" || k == "JAEGER_BIN"
+	})
+}
+
+// jaegerBinary returns the Jaeger binary make jaeger builds and whether it
+// exists; without it, local.sh must start the stack without Jaeger. The
+// first build takes minutes, so it is not part of go test (.ci/run builds
+// it before make test).
+func jaegerBinary(t *testing.T) (string, bool) {
+	t.Helper()
+	bin, err := filepath.Abs(filepath.Join("..", ".tools", "bin", "jaeger"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Logf("no Jaeger binary at %s (make jaeger): checking the stack without it", bin)
+		return bin, false
+	}
+	return bin, true
+}
+
+// jaegerServer is the Jaeger the script recorded.
+type jaegerServer struct{ pid, otlpPort, queryPort int }
+
+func (j jaegerServer) otlpURL() string  { return fmt.Sprintf("http://127.0.0.1:%d", j.otlpPort) }
+func (j jaegerServer) queryURL() string { return fmt.Sprintf("http://127.0.0.1:%d", j.queryPort) }
+
+// checkJaeger checks that the script recorded a Jaeger that runs, on ports
+// other than Jaeger's defaults, whose query API answers, and (unless out is
+// "") that the output tells its address; it returns it.
+func checkJaeger(t *testing.T, run, out string) jaegerServer {
+	t.Helper()
+	j := jaegerServer{readInt(t, filepath.Join(run, "jaeger.pid")), readInt(t, filepath.Join(run, "jaeger-otlp.port")),
+		readInt(t, filepath.Join(run, "jaeger-ui.port"))}
+	if !alive(j.pid) {
+		t.Fatalf("the recorded jaeger (pid %d) does not run", j.pid)
+	}
+	for _, p := range []int{j.otlpPort, j.queryPort} {
+		if slices.Contains([]int{4317, 4318, 16685, 16686}, p) {
+			t.Fatalf("jaeger recorded on its default port %d: want a free one", p)
+		}
+	}
+	resp, err := http.Get(j.queryURL() + "/api/services")
+	if err != nil {
+		t.Fatalf("jaeger's query API: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s/api/services: %s", j.queryURL(), resp.Status)
+	}
+	if out != "" && !strings.Contains(out, j.queryURL()) {
+		t.Errorf("the output does not tell Jaeger's address %s:\n%s", j.queryURL(), out)
+	}
+	return j
+}
+
+// checkTraced sends the API a request with a sampled traceparent and waits
+// for Jaeger to hold that trace, with spans of service stampede-api: the
+// API exports its spans to this Jaeger.
+func checkTraced(t *testing.T, addr string, j jaegerServer) {
+	t.Helper()
+	traceID := randomHex(t) + randomHex(t) + randomHex(t)[:8]
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/v1/products/1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("traceparent", "00-"+traceID+"-"+randomHex(t)+"abcd-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// The SDK's batch processor exports every 5s by default.
+	var last string
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		services, err := traceServices(j.queryURL(), traceID)
+		if err == nil && slices.Contains(services, "stampede-api") {
+			return
+		}
+		last = fmt.Sprint(services, err)
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Errorf("GET /v1/products/1 with a sampled traceparent (trace %s): no spans of stampede-api in Jaeger %s within 30s (last: %s): "+
+		"the api does not export its traces there", traceID, j.queryURL(), last)
+}
+
+// traceServices returns the services of the spans Jaeger at base holds of
+// trace id.
+func traceServices(base, id string) ([]string, error) {
+	resp, err := http.Get(base + "/api/traces/" + id)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /api/traces/%s: %s", id, resp.Status)
+	}
+	var tr struct {
+		Data []struct {
+			Processes map[string]struct {
+				ServiceName string `json:"serviceName"`
+			} `json:"processes"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tr); err != nil {
+		return nil, err
+	}
+	var services []string
+	for _, d := range tr.Data {
+		for _, p := range d.Processes {
+			services = append(services, p.ServiceName)
+		}
+	}
+	return services, nil
+}
+
+// checkPrometheus checks that the Prometheus the script recorded, if any
+// (it is started when installed), runs with exemplar storage.
+func checkPrometheus(t *testing.T, run string) {
+	t.Helper()
+	if _, err := exec.LookPath("prometheus"); err != nil {
+		return
+	}
+	pid := readInt(t, filepath.Join(run, "prometheus.pid"))
+	args, err := exec.Command("ps", "-o", "args=", "-p", strconv.Itoa(pid)).Output()
+	if err != nil {
+		t.Fatalf("the recorded prometheus (pid %d) does not run", pid)
+	}
+	if !slices.Contains(strings.Fields(string(args)), "--enable-feature=exemplar-storage") {
+		t.Errorf("prometheus runs without --enable-feature=exemplar-storage: %s", args)
+	}
+}
+
+// processEnv returns the environment of process pid, and false where it
+// cannot be read (no /proc: not Linux).
+func processEnv(t *testing.T, pid int) (map[string]string, bool) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Logf("not checking the environment of pid %d: %v", pid, err)
+		return nil, false
+	}
+	env := map[string]string{}
+	for kv := range strings.SplitSeq(string(b), "\x00") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return env, true
 }
 
 // recorded returns the pid and port the script recorded for Redis name.

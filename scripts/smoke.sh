@@ -3,20 +3,24 @@
 #   - every API answers GET /readyz with 200;
 #   - the load generator serves /metrics and loadgen_requests_total grows;
 #   - Prometheus has active targets of jobs api and loadgen, all up;
+#   - unless SMOKE_JAEGER=0, Jaeger lists service stampede-api: the APIs'
+#     traces arrive;
 #   - unless SMOKE_GRAFANA=0, Grafana lists every dashboard of
 #     dashboards/generated and a panel query through the Prometheus
 #     datasource (uid prometheus) returns data.
 # Each check is retried until it passes or SMOKE_TIMEOUT seconds (180) after
 # the start have passed; then the script exits 1 saying what it last saw.
 # Addresses (compose defaults): API_URLS (space-separated), LOADGEN_URL,
-# PROM_URL, GRAFANA_URL. Needs curl and jq.
+# PROM_URL, JAEGER_URL (the query service), GRAFANA_URL. Needs curl and jq.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 API_URLS=${API_URLS:-http://127.0.0.1:8080 http://127.0.0.1:8081}
 LOADGEN_URL=${LOADGEN_URL:-http://127.0.0.1:9102}
 PROM_URL=${PROM_URL:-http://127.0.0.1:9090}
 GRAFANA_URL=${GRAFANA_URL:-http://127.0.0.1:3000}
+JAEGER_URL=${JAEGER_URL:-http://127.0.0.1:16686}
 SMOKE_GRAFANA=${SMOKE_GRAFANA:-1}
+SMOKE_JAEGER=${SMOKE_JAEGER:-1}
 SMOKE_TIMEOUT=${SMOKE_TIMEOUT:-180}
 # A query of the overview dashboard's request-rate panel.
 PANEL_QUERY='sum(rate(http_requests_total[1m]))'
@@ -96,6 +100,14 @@ prometheus_targets() {
 	[ -z "$down" ] || { why="targets not up: $(tr '\n' ';' <<<"$down")"; return 1; }
 }
 
+jaeger_services() {
+	local services
+	get "$JAEGER_URL/api/services" || return 1
+	services=$(jq -r '(.data // []) | join(" ")' <<<"$body")
+	[[ " $services " == *" stampede-api "* ]] ||
+		{ why="Jaeger has no traces of service stampede-api yet (services: ${services:-none}); is OTEL_EXPORTER_OTLP_ENDPOINT set on the APIs?"; return 1; }
+}
+
 grafana_dashboards() {
 	local missing="" uid
 	get "$GRAFANA_URL/api/search?type=dash-db&limit=5000" || return 1
@@ -122,6 +134,11 @@ for url in $API_URLS; do
 done
 check "load generator $LOADGEN_URL sending requests" loadgen_running
 check "Prometheus $PROM_URL: every target up" prometheus_targets
+if [ "$SMOKE_JAEGER" = 0 ]; then
+	say "Jaeger skipped (SMOKE_JAEGER=0)"
+else
+	check "Jaeger $JAEGER_URL has traces of stampede-api" jaeger_services
+fi
 if [ "$SMOKE_GRAFANA" = 0 ]; then
 	say "Grafana skipped (SMOKE_GRAFANA=0)"
 else

@@ -19,8 +19,10 @@ import (
 // TestLocalStartStop is (a copy of the sources, its own RUN_DIR, database
 // and free ports): the API is ready, the demo's load generator sends
 // requests, and the local Prometheus scrapes the API and the load generator.
-// Then smoke.sh must fail, naming the check, when the load generator's URL
-// answers nothing, and local.sh stop must end the load generator.
+// When make jaeger has built Jaeger, local.sh runs it and smoke.sh checks
+// that it holds the API's traces. Then smoke.sh must fail, naming the check,
+// when the load generator's URL answers nothing, and local.sh stop must end
+// the load generator.
 func TestSmokeRunLocal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs scripts/local.sh and scripts/smoke.sh: Redis servers, Postgres, the api, loadgen, Prometheus")
@@ -35,8 +37,9 @@ func TestSmokeRunLocal(t *testing.T) {
 	db := "stampede_smoke_" + randomHex(t)
 	httpAddr, promAddr, loadgenAddr := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
 	dropDatabase(t, db)
-	env := append(os.Environ(), "RUN_DIR="+run, "DB_NAME="+db, "HTTP_ADDR="+httpAddr, "PROMETHEUS_ADDR="+promAddr,
-		"LOADGEN_ADDR="+loadgenAddr, "DEMO=1", "SCALE=0.001", "ADMIN_TOKEN=t0k")
+	jaegerBin, withJaeger := jaegerBinary(t)
+	env := append(environ(), "RUN_DIR="+run, "DB_NAME="+db, "HTTP_ADDR="+httpAddr, "PROMETHEUS_ADDR="+promAddr,
+		"LOADGEN_ADDR="+loadgenAddr, "DEMO=1", "SCALE=0.001", "ADMIN_TOKEN=t0k", "JAEGER=", "JAEGER_BIN="+jaegerBin)
 	t.Cleanup(func() { stopAll(t, src, env, run) })
 
 	out := script(t, src, env, "start")
@@ -50,11 +53,18 @@ func TestSmokeRunLocal(t *testing.T) {
 
 	smokeEnv := append(os.Environ(), "API_URLS=http://"+httpAddr, "LOADGEN_URL=http://"+loadgenAddr,
 		"PROM_URL=http://"+promAddr, "SMOKE_GRAFANA=0", "SMOKE_TIMEOUT=60")
+	wantOut := []string{"ok: API http://" + httpAddr, "ok: load generator", "ok: Prometheus", "Grafana skipped", "smoke: passed"}
+	if withJaeger {
+		smokeEnv = append(smokeEnv, "JAEGER_URL="+checkJaeger(t, run, out).queryURL())
+		wantOut = append(wantOut, "ok: Jaeger")
+	} else {
+		smokeEnv = append(smokeEnv, "SMOKE_JAEGER=0")
+	}
 	out, err := smoke(t, smokeEnv)
 	if err != nil {
 		t.Fatalf("smoke.sh: %v\n%s", err, out)
 	}
-	for _, want := range []string{"ok: API http://" + httpAddr, "ok: load generator", "ok: Prometheus", "Grafana skipped", "smoke: passed"} {
+	for _, want := range wantOut {
 		if !strings.Contains(out, want) {
 			t.Errorf("smoke.sh output lacks %q:\n%s", want, out)
 		}

@@ -59,12 +59,13 @@ func tracerProvider(ctx context.Context, endpoint string, sample float64) (*sdkt
 
 // traceRedis adds a span per command (and pipeline) to rdb; its
 // AutoPipeliner's batches are pipelines of the client, so they are traced
-// too. Statements are left out: they hold cached values.
+// too. Statements are left out (they hold cached values), and so is the
+// caller's source line, which costs a stack walk per command.
 func traceRedis(rdb *redis.Client, tp *sdktrace.TracerProvider) error {
 	if tp == nil {
 		return nil
 	}
-	return redisotel.InstrumentTracing(rdb, redisotel.WithTracerProvider(tp), redisotel.WithDBStatement(false))
+	return redisotel.InstrumentTracing(rdb, redisotel.WithTracerProvider(tp), redisotel.WithDBStatement(false), redisotel.WithCallerEnabled(false))
 }
 
 // tracePostgres adds a span per query, named by its SQL operation, to the

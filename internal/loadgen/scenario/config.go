@@ -83,8 +83,8 @@ func (c *Config) register(fs *flag.FlagSet, target, pauseDemo, jaeger *string, g
 		"base URL of a running demo's -metrics-addr (e.g. http://127.0.0.1:9102): pause it for this run and resume it after, so it does not change the API's settings under the run")
 	fs.Float64Var(&c.TraceSample, "trace-sample", 1,
 		"fraction (0..1) of requests whose W3C traceparent header is flagged sampled, so that the API (parent-based sampler) records their traces; the others carry a traceparent flagged 00. Every request but the /metrics scrapes carries a fresh random trace id")
-	fs.StringVar(jaeger, "jaeger-url", "",
-		"base URL of a Jaeger query service (e.g. http://127.0.0.1:16686): the report links the slowest sampled requests' trace ids to its UI, and after the run loadgen reads the slowest trace of each phase from it (GET /api/traces/ID, for up to 15s) and draws it as trace-PHASE.png; loopback only unless -allow-remote (default: bare trace ids, no waterfall)")
+	fs.StringVar(jaeger, "jaeger-url", getenv("JAEGER_URL"),
+		"base URL of a Jaeger query service (e.g. http://127.0.0.1:16686; make run-local writes its Jaeger's to .run/env): the report links the slowest sampled requests' trace ids to its UI, and after the run loadgen reads the slowest trace of each phase from it (GET /api/traces/ID, for up to 15s) and draws it as trace-PHASE.png; loopback only unless -allow-remote (env JAEGER_URL; default: bare trace ids, no waterfall)")
 	c.HotKeys.register(fs)
 	c.Mix.register(fs)
 	c.Reserve.register(fs)
