@@ -26,8 +26,10 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Contex
 	}
 	if c.tr != nil {
 		var span trace.Span
-		ctx, span = c.tr.start(ctx, spanGet, attribute.String("cachex.key", key))
-		defer func() { end(span, err) }()
+		if ctx, span = c.tr.start(ctx, spanGet); span != nil {
+			span.SetAttributes(attribute.String("cachex.key", key))
+			defer func() { end(span, err) }()
+		}
 	}
 	switch c.Strategy() {
 	case None:

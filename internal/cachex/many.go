@@ -31,8 +31,10 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx con
 	}
 	if c.tr != nil {
 		var span trace.Span
-		ctx, span = c.tr.start(ctx, spanGetMany, attribute.Int("cachex.keys", len(keys)))
-		defer func() { end(span, err) }()
+		if ctx, span = c.tr.start(ctx, spanGetMany); span != nil {
+			span.SetAttributes(attribute.Int("cachex.keys", len(keys)))
+			defer func() { end(span, err) }()
+		}
 	}
 	strategy := c.Strategy()
 	if strategy == None {

@@ -36,18 +36,27 @@ func newTracer(tp trace.TracerProvider, cache string) *tracer {
 	return &tracer{t: tp.Tracer(instrumentation), cache: attribute.String("cachex.cache", cache)}
 }
 
-// start starts a span named name under ctx's; nil when t is, or when ctx
-// holds a span that was not sampled: under a parent-based sampler (the
-// usual one, and the API's) its children would not be recorded either, and
-// most reads of a service sampling a few traces are such children.
-func (t *tracer) start(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+// start starts a span named name under ctx's and returns it when it
+// records; the caller then sets its attributes. It returns nil when t is,
+// when the sampler dropped the span (ctx then carries it, so that nothing
+// below starts another), or when ctx holds a span that was not sampled:
+// under a parent-based sampler (the usual one, and the API's) its children
+// would not be recorded either, and most reads of a service that keeps a
+// few traces are such children. Attributes are built only for spans that
+// record.
+func (t *tracer) start(ctx context.Context, name string) (context.Context, trace.Span) {
 	if t == nil {
 		return ctx, nil
 	}
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !sc.IsSampled() {
 		return ctx, nil
 	}
-	return t.t.Start(ctx, name, trace.WithAttributes(append(attrs, t.cache)...))
+	ctx, span := t.t.Start(ctx, name)
+	if !span.IsRecording() {
+		return ctx, nil
+	}
+	span.SetAttributes(t.cache)
+	return ctx, span
 }
 
 // end ends span (if any), marking it failed when err is a failure: a
@@ -63,12 +72,14 @@ func end(span trace.Span, err error) {
 	span.End()
 }
 
-// count counts a Get's result and, when traced, sets it as the outcome of
-// its cachex.get span.
+// count counts a Get's result and, when its cachex.get span records, sets
+// it as the span's outcome.
 func (c *Cache[V]) count(ctx context.Context, result string) {
 	c.m.gets[result].Inc()
 	if c.tr != nil {
-		trace.SpanFromContext(ctx).SetAttributes(attribute.String("cachex.outcome", result))
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.SetAttributes(attribute.String("cachex.outcome", result))
+		}
 	}
 }
 
@@ -97,7 +108,11 @@ func observe(ctx context.Context, o prometheus.Observer, v float64) {
 // (given its reason and attrs), recovering a panic, and observes its
 // duration: the XFetch delta.
 func timeLoad[V, T any](c *Cache[V], ctx context.Context, reason string, keys int, load func(context.Context) (T, error), attrs ...attribute.KeyValue) (T, time.Duration, error) {
-	ctx, span := c.tr.start(ctx, spanRecompute, append(attrs, attribute.String("cachex.reason", reason), attribute.Int("cachex.keys", keys))...)
+	ctx, span := c.tr.start(ctx, spanRecompute)
+	if span != nil {
+		span.SetAttributes(attribute.String("cachex.reason", reason), attribute.Int("cachex.keys", keys))
+		span.SetAttributes(attrs...)
+	}
 	start := time.Now()
 	v, err := protect(c, func() (T, error) { return load(ctx) })
 	delta := time.Since(start)

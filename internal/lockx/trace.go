@@ -35,15 +35,19 @@ func newTracer(tp trace.TracerProvider, name string) *tracer {
 	return &tracer{t: tp.Tracer(instrumentation), name: attribute.String("lockx.name", name)}
 }
 
-// startAcquire starts the span of one Acquire or TryAcquire call, or
-// returns nil under a parent span that was not sampled (a parent-based
-// sampler would not record it).
+// startAcquire starts the span of one Acquire or TryAcquire call and
+// returns it when it records: nil when the sampler dropped it or ctx holds
+// a span that was not sampled (a parent-based sampler would not record it).
 func (t *tracer) startAcquire(ctx context.Context, resource string, once bool) (context.Context, trace.Span) {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !sc.IsSampled() {
 		return ctx, nil
 	}
-	return t.t.Start(ctx, spanAcquire, trace.WithAttributes(t.name,
-		attribute.String("lockx.resource", resource), attribute.Bool("lockx.try", once)))
+	ctx, span := t.t.Start(ctx, spanAcquire)
+	if !span.IsRecording() { // dropped by the sampler
+		return ctx, nil
+	}
+	span.SetAttributes(t.name, attribute.String("lockx.resource", resource), attribute.Bool("lockx.try", once))
+	return ctx, span
 }
 
 // endAcquire ends an acquire span with what the call came to. Not getting
