@@ -73,10 +73,14 @@ stop-local: ## stop what run-local started (the API, the demo load, Jaeger, Prom
 # two in step).
 LOADGEN = $(GO) run ./cmd/loadgen -admin-token local-admin
 .PHONY: experiments
-experiments: ## rerun the three guided experiments against make run-local and replace their reports in docs/experiments (~7 min)
+# The reports link their slowest requests to the Jaeger run-local started
+# (JAEGER_URL in .run/env) and draw their traces.
+experiments: export JAEGER_URL ?= $(shell sed -n 's/^JAEGER_URL=//p' .run/env 2>/dev/null)
+experiments: ## rerun the four guided experiments against make run-local and replace their reports in docs/experiments (~8 min)
 	$(LOADGEN) -rate 200 -phases ttl,xfetch:1,xfetch:0.5 -phase-duration 60s -report-dir docs/experiments/01-stampede stampede
 	$(LOADGEN) -rate 20 -duration 30s -skus 1,3,4,5,6,7,8,9,10,11 -stock 20 -pause-percent 5 -pause-ms 6000 -report-dir docs/experiments/02-lost-lock lostlock
 	$(LOADGEN) -rate 200 -duration 90s -outage-at 30s -outage-for 30s -report-dir docs/experiments/03-redis-outage browse
+	$(LOADGEN) -rate 200 -phases ttl,xfetch:1 -phase-duration 30s -report-dir docs/experiments/04-trace-a-stampede stampede
 
 .PHONY: lint
 lint: ## gofmt check and go vet

@@ -317,21 +317,26 @@ func (c *Cache[V]) encode(v V, notFound bool, delta time.Duration) ([]byte, time
 // errNoLoadSlot: an early refresh found every loader slot busy.
 var errNoLoadSlot = errors.New("cachex: every loader slot is busy")
 
-// loadSlot takes one of the MaxLoads slots, waiting until ctx ends; an early
-// refresh does not wait. The slot is returned by calling the function.
+// loadSlot takes one of the MaxLoads slots, waiting until ctx ends (a
+// cachex.load_slot span, when traced); an early refresh does not wait. The
+// slot is returned by calling the function.
 func (c *Cache[V]) loadSlot(ctx context.Context, reason string) (func(), error) {
-	if reason == reasonEarly {
-		select {
-		case c.loading <- struct{}{}:
-			return func() { <-c.loading }, nil
-		default:
+	release := func() { <-c.loading }
+	select {
+	case c.loading <- struct{}{}:
+		return release, nil
+	default:
+		if reason == reasonEarly {
 			return nil, errNoLoadSlot
 		}
 	}
+	_, span := c.tr.start(ctx, spanLoadSlot)
 	select {
 	case c.loading <- struct{}{}:
-		return func() { <-c.loading }, nil
+		end(span, nil)
+		return release, nil
 	case <-ctx.Done():
+		end(span, ctx.Err())
 		return nil, ctx.Err()
 	}
 }

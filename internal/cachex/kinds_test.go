@@ -82,6 +82,7 @@ func everyKind() []struct {
 		{"TestSpansLinkWaitersToTheLeader", TestSpansLinkWaitersToTheLeader},
 		{"TestSpansOfGetMany", TestSpansOfGetMany},
 		{"TestNoSpansUnderAnUnsampledParent", TestNoSpansUnderAnUnsampledParent},
+		{"TestSpansShowTheWaitForALoadSlot", TestSpansShowTheWaitForALoadSlot},
 		{"TestRecomputeExemplarIsTheCallersTrace", TestRecomputeExemplarIsTheCallersTrace},
 		{"TestGetManyOnAClusterReportsALaterNodesFailure", TestGetManyOnAClusterReportsALaterNodesFailure},
 		{"TestBatchRefreshCountsALockErrorAsAnError", TestBatchRefreshCountsALockErrorAsAnError},

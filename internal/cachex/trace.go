@@ -17,6 +17,7 @@ const (
 	spanGet       = "cachex.get"
 	spanGetMany   = "cachex.get_many"
 	spanRecompute = "cachex.recompute"
+	spanLoadSlot  = "cachex.load_slot" // waiting for one of MaxLoads loader slots
 )
 
 // instrumentation is the name cachex's tracer is obtained under.

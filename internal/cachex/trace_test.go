@@ -298,3 +298,34 @@ func TestNoSpansUnderAnUnsampledParent(t *testing.T) {
 		t.Fatalf("%d spans for a read without a parent, want its cachex.get", n)
 	}
 }
+
+// TestSpansShowTheWaitForALoadSlot: a read that waits for one of MaxLoads
+// loader slots shows the wait as a cachex.load_slot span before its
+// recompute; a read that finds a slot free has none.
+func TestSpansShowTheWaitForALoadSlot(t *testing.T) {
+	ctx := context.Background()
+	tp, rec := recorder(t)
+	c, _ := newCache(t, client(t, testenv.Redis(t)), Raw{}, Options{Name: "slots", TTL: time.Minute, MaxLoads: 1, TracerProvider: tp})
+	l := &loader{release: make(chan struct{})}
+	load := func(ctx context.Context) ([]byte, error) { s, err := l.load(ctx); return []byte(s), err }
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = c.Get(ctx, "first", load) })
+	waitFor(t, "the first load", 5*time.Second, func() bool { return l.inFlight.Load() == 1 })
+	wg.Go(func() { _, _ = c.Get(ctx, "second", load) })
+	time.Sleep(200 * time.Millisecond) // time for the second read to reach the wait for the slot
+	close(l.release)
+	wg.Wait()
+	slots := spansNamed(rec, spanLoadSlot)
+	if len(slots) != 1 {
+		t.Fatalf("%d cachex.load_slot spans, want 1 (the second read's)", len(slots))
+	}
+	var second sdktrace.ReadOnlySpan
+	for _, g := range spansNamed(rec, spanGet) {
+		if attr(g, "cachex.key") == "second" {
+			second = g
+		}
+	}
+	if second == nil || slots[0].Parent().SpanID() != second.SpanContext().SpanID() {
+		t.Fatal("the cachex.load_slot span is not the waiting read's")
+	}
+}

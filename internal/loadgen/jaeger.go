@@ -180,11 +180,19 @@ type jaegerTraces struct {
 	} `json:"errors"`
 }
 
+// detailTags are the span attributes a waterfall shows after a span's name,
+// in this order: what a cache read came to and why a recompute ran (cachex),
+// what a lock acquisition and a reservation came to (lockx, catalog).
+func detailTags() []string {
+	return []string{"cachex.outcome", "cachex.reason", "lockx.result", "catalog.reserve.mode", "catalog.reserve.result"}
+}
+
 // DecodeJaegerTrace decodes the spans of trace traceID from a Jaeger query
 // API answer ({"data": [{"traceID", "spans": [...]}]}): each span's id, its
 // parent (its CHILD_OF reference, else its first reference, within the
 // trace), operation name, start and duration in microseconds, and whether
-// it recorded an error (tag error=true or otel.status_code=ERROR). Ids are
+// it recorded an error (tag error=true or otel.status_code=ERROR), and its
+// detail: the values of the tags in detailTags it has. Ids are
 // compared and returned as Jaeger spells them with the leading zeros it
 // drops put back (32 hex digits for a trace, 16 for a span). The error
 // wraps ErrTraceNotFound when the answer holds no span of the trace.
@@ -215,6 +223,15 @@ func DecodeJaegerTrace(body []byte, traceID string) ([]report.TraceSpan, error) 
 					break
 				}
 			}
+			var detail []string
+			for _, key := range detailTags() {
+				for _, tag := range s.Tags {
+					if tag.Key == key {
+						detail = append(detail, fmt.Sprint(tag.Value))
+					}
+				}
+			}
+			ts.Detail = strings.Join(detail, ", ")
 			for _, tag := range s.Tags {
 				if (tag.Key == "error" && tag.Value == true) || (tag.Key == "otel.status_code" && tag.Value == "ERROR") {
 					ts.Error = true

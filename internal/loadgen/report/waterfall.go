@@ -35,6 +35,9 @@ type TraceSpan struct {
 	DurationUs int64 `json:"duration_us"`
 	// Error marks a span that recorded an error; it is drawn red.
 	Error bool `json:"error,omitempty"`
+	// Detail is what the span says it came to (a cache read's outcome, a
+	// recompute's reason, a lock's result), shown after its name.
+	Detail string `json:"detail,omitempty"`
 }
 
 // WaterfallRow is one row of a waterfall: a span and its depth below its
@@ -189,6 +192,9 @@ func waterfallLabels(rows []WaterfallRow) []string {
 		name := r.Span.Name
 		if name == "" {
 			name = "(unnamed)"
+		}
+		if r.Span.Detail != "" {
+			name += " (" + r.Span.Detail + ")"
 		}
 		if utf8.RuneCountInString(name) > maxSpanName {
 			name = string([]rune(name)[:maxSpanName-1]) + "…"

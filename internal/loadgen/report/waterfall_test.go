@@ -20,7 +20,7 @@ func testTrace() []TraceSpan {
 		{SpanID: "srv", ParentID: "loadgen", Name: "GET /v1/categories/{id}/stats", StartUs: 1_000_000, DurationUs: 61_250},
 		{SpanID: "log", ParentID: "srv", Name: "write response", StartUs: 1_061_000, DurationUs: 100},
 		{SpanID: "rget", ParentID: "get", Name: "redis.get", StartUs: 1_000_150, DurationUs: 420},
-		{SpanID: "get", ParentID: "srv", Name: "cachex.get", StartUs: 1_000_100, DurationUs: 60_800},
+		{SpanID: "get", ParentID: "srv", Name: "cachex.get", StartUs: 1_000_100, DurationUs: 60_800, Detail: "miss"},
 	}
 }
 
@@ -64,7 +64,7 @@ func TestWaterfallLabelsLineUp(t *testing.T) {
 	labels := waterfallLabels(WaterfallRows(testTrace()))
 	want := []string{
 		"GET /v1/categories/{id}/stats",
-		"  cachex.get",
+		"  cachex.get (miss)",
 		"    redis.get",
 		"    SELECT category_stats",
 		"    redis.set",
