@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
@@ -62,10 +63,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		if tp != nil {
+			// The SDK reports failed exports through OpenTelemetry's one
+			// error handler, by default an unstructured line on stderr:
+			// this process's handler logs them like every other line.
+			otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("trace export failed", "error", err.Error()) }))
 			defer func() { // flush the spans still batched
 				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 				defer cancel()
-				_ = tp.Shutdown(sctx)
+				if err := tp.Shutdown(sctx); err != nil {
+					log.Warn("trace export failed", "error", err.Error())
+				}
 			}()
 		}
 		tracePostgres(poolCfg, tp)

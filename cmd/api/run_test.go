@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -105,9 +106,9 @@ func TestRunEndToEnd(t *testing.T) {
 
 // startAPI builds the api, seeds the database at dbURL (scale 0.02) and
 // starts the api on a free port with redisURL for its caches and lock (admin
-// token t0k). It returns the binary, the running command (killed at the end
+// token t0k) and extraEnv. It returns the binary, the running command (killed at the end
 // of the test), its stderr and its base URL.
-func startAPI(t *testing.T, dbURL, redisURL string) (bin string, api *exec.Cmd, stderr *strings.Builder, base string) {
+func startAPI(t *testing.T, dbURL, redisURL string, extraEnv ...string) (bin string, api *exec.Cmd, stderr *strings.Builder, base string) {
 	t.Helper()
 	bin = filepath.Join(t.TempDir(), "api")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
@@ -120,7 +121,7 @@ func startAPI(t *testing.T, dbURL, redisURL string) (bin string, api *exec.Cmd, 
 		t.Fatalf("api seed: %v\n%s", err, out)
 	}
 	api = exec.Command(bin)
-	api.Env = env
+	api.Env = append(env, extraEnv...)
 	stdout, err := api.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -249,5 +250,66 @@ func TestReadyWithoutRedis(t *testing.T) {
 	}
 	if health.Status != "degraded" || health.Checks["cache_redis"] != "unavailable" || health.Checks["lock_redis_1"] != "unavailable" || health.Checks["postgres"] != "ok" {
 		t.Fatalf("/health = %+v", health)
+	}
+}
+
+// TestTraceBackendDownOrHung: with every request traced, a trace backend
+// that refuses connections, or accepts them and never answers (a hung
+// Jaeger), costs the API no request, and SIGTERM still ends it: the
+// exporter's calls are bounded, and so is the flush at shutdown. Failed
+// exports are logged as JSON lines like the rest (LOG_FORMAT=json).
+func TestTraceBackendDownOrHung(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the api")
+	}
+	dbURL := testenv.PostgresURL(t)
+	node := testenv.Redis(t)
+	hung, err := net.Listen("tcp", "127.0.0.1:0") // accepts (the kernel does), never reads or answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hung.Close() })
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := closed.Addr().String()
+	_ = closed.Close() // nothing listens there any more
+	for name, addr := range map[string]string{"hung": hung.Addr().String(), "down": dead} {
+		t.Run(name, func(t *testing.T) {
+			_, api, stderr, base := startAPI(t, dbURL, node.URL(), "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+addr, "TRACE_SAMPLE=1", "LOG_FORMAT=json")
+			waitFor(t, "/readyz", 10*time.Second, func() bool { return get(base+"/readyz") == http.StatusOK })
+			for i := range 200 {
+				if code := get(base + "/v1/categories/" + strconv.Itoa(i%10+1) + "/stats"); code != http.StatusOK {
+					t.Fatalf("request %d with the trace backend %s: %d", i, name, code)
+				}
+			}
+			if err := api.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- api.Wait() }()
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Fatalf("api exited with %v\n%s", err, stderr.String())
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("api still running 30s after SIGTERM with the trace backend %s", name)
+			}
+			failed := 0
+			for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+				var rec map[string]any
+				if err := json.Unmarshal([]byte(line), &rec); err != nil {
+					t.Errorf("stderr line is not JSON: %q", line)
+				}
+				if rec["msg"] == "trace export failed" {
+					failed++
+				}
+			}
+			if failed == 0 {
+				t.Errorf("no trace export failed line with the trace backend %s:\n%s", name, stderr.String())
+			}
+		})
 	}
 }

@@ -214,3 +214,34 @@ func grepLines(s, prefix string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestHostileTraceparentsStartTraces: a traceparent that is not one (junk,
+// all-zero ids, a NUL byte, 8 KB, a future version with a bad flag) is
+// ignored: the request is answered as any other and its span starts a
+// trace of its own, with no parent.
+func TestHostileTraceparentsStartTraces(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	a := newTestAPI(t, apiOptions{tracer: tp})
+	for _, h := range []string{
+		"junk",
+		"00-00000000000000000000000000000000-0000000000000000-01",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-zz",
+		"00-4bf92f3577b34da6\x00ce929d0e0e4736-00f067aa0ba902b7-01",
+		"00-" + strings.Repeat("a", 8<<10),
+	} {
+		rec.Reset()
+		req := httptest.NewRequest(http.MethodGet, "/v1/products/7", nil)
+		req.Header["Traceparent"] = []string{h} // set raw: Header.Set would not keep a NUL byte out either
+		rr := httptest.NewRecorder()
+		a.handler.ServeHTTP(rr, req)
+		if rr.Code != http.StatusOK {
+			t.Fatalf("traceparent %.40q: %d", h, rr.Code)
+		}
+		servers := treeOf(rec.Ended()).named("GET /v1/products/{id}")
+		if len(servers) != 1 || servers[0].Parent().IsValid() || !servers[0].SpanContext().IsValid() {
+			t.Fatalf("traceparent %.40q: server spans %v, want one that starts its own trace", h, names(rec.Ended()))
+		}
+	}
+}
