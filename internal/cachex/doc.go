@@ -29,10 +29,13 @@
 // plain read-through cache: the stampede baseline) and None (no cache).
 //
 // Metrics (cachex_*, labelled by the cache's Name) go to the
-// prometheus.Registerer in Options; several caches can share one.
+// prometheus.Registerer in Options; several caches can share one. With
+// Options.TracerProvider, reads and loader calls are spans (cachex.get,
+// cachex.recompute, cachex.load_slot); a loader call under a sampled span
+// puts its trace id on cachex_recompute_duration_seconds as an exemplar.
 //
-// The package depends only on the standard library, go-redis and
-// client_golang: copy the directory into your service, change the
+// The package depends only on the standard library, go-redis,
+// client_golang and the OpenTelemetry trace API (no SDK): copy the directory into your service, change the
 // package path, and keep its tests (they need internal/testenv, or any
 // function returning a *redis.Client on a private server). docs/cachex.md has
 // the math, the failure behaviour and the choice of beta.

@@ -33,7 +33,10 @@
 // from writing. docs/lockx.md lists each guarantee with the test that proves
 // it and the faults it was tested under.
 //
-// The package depends only on the standard library, go-redis and
-// client_golang; pgfence adds pgx. Copy the directory into your service and
+// With Options.TracerProvider, acquisitions are lockx.acquire spans and a
+// lost lock is a lockx.lost event on the holder's span.
+//
+// The package depends only on the standard library, go-redis, client_golang
+// and the OpenTelemetry trace API (no SDK); pgfence adds pgx. Copy the directory into your service and
 // change the package path.
 package lockx
