@@ -300,7 +300,9 @@ const (
 )
 
 // lock tries to take the key's lock for token, provided the value is still
-// the one seen (see lockSrc).
+// the one seen (see lockSrc). A call abandoned because ctx ended (Close
+// cancelled the recompute) may have taken the lock all the same: it is
+// released, rather than left to expire at LoadTimeout.
 func (c *Cache[V]) lock(ctx context.Context, rk, token, seen string) (int, error) {
 	if !c.brk.allow() {
 		return 0, errBreakerOpen
@@ -313,6 +315,9 @@ func (c *Cache[V]) lock(ctx context.Context, rk, token, seen string) (int, error
 		}
 		return err
 	})
+	if err != nil && ctx.Err() != nil {
+		c.unlock(rk, token)
+	}
 	return int(state), err
 }
 

@@ -463,6 +463,11 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 		return err
 	})
 	if err != nil {
+		if ctx.Err() != nil { // abandoned, not refused: the locks may be set (see lock)
+			for _, k := range keys {
+				c.unlock(c.redisKey(k), token)
+			}
+		}
 		return
 	}
 	var mine []string // the keys whose lock this call holds
