@@ -261,11 +261,6 @@ func (ss jaegerSpans) waitedForARecompute(sentSpanID string) bool {
 func exemplarTraceIDs(t *testing.T, prom, query string, from, to time.Time) []string {
 	t.Helper()
 	q := url.Values{"query": {query}, "start": {unix(from)}, "end": {unix(to)}}
-	resp, err := http.Get(prom + "/api/v1/query_exemplars?" + q.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var body struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
@@ -275,8 +270,9 @@ func exemplarTraceIDs(t *testing.T, prom, query string, from, to time.Time) []st
 			} `json:"exemplars"`
 		} `json:"data"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Status != "success" {
-		t.Fatalf("query_exemplars %s: %v %s", query, err, body.Error)
+	getJSON(t, prom+"/api/v1/query_exemplars?"+q.Encode(), &body)
+	if body.Status != "success" {
+		t.Fatalf("query_exemplars %s: %s", query, body.Error)
 	}
 	var ids []string
 	for _, s := range body.Data {
