@@ -91,17 +91,38 @@ func TestRedlockWatchdogLosesWhenTheQuorumIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Acquire returns once 3 of 5 servers set the lock; the others' scripts
+	// may still be on their way. Deleted before they run, the key would be
+	// set again there, and a quorum would go on holding it.
+	key := l.lockKey("r")
+	waitFor(t, "the lock set on all five servers", 10*time.Second, func() bool {
+		for _, n := range nodes {
+			if n.Client().Exists(ctx, key).Val() != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	del := func(n *testenv.RedisNode) {
+		if err := n.Client().Del(ctx, key).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Two nodes lose the key: a quorum of 3 still extends.
 	for _, n := range nodes[:2] {
-		_ = n.Client().Del(ctx, l.lockKey("r")).Err()
+		del(n)
 	}
 	waitFor(t, "an extension by the remaining quorum", 10*time.Second, func() bool { return testutil.ToFloat64(l.m.extOK) >= 2 })
 	if lk.Context().Err() != nil {
 		t.Fatalf("lost with a quorum still holding: %v", context.Cause(lk.Context()))
 	}
 	// A third node loses it: no quorum can extend any more.
-	_ = nodes[2].Client().Del(ctx, l.lockKey("r")).Err()
-	<-lk.Context().Done()
+	del(nodes[2])
+	select {
+	case <-lk.Context().Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the lock was not lost 20s after a third of five servers lost it")
+	}
 	if !errors.Is(context.Cause(lk.Context()), ErrLost) {
 		t.Fatalf("cause %v, want ErrLost", context.Cause(lk.Context()))
 	}
