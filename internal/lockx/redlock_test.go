@@ -53,10 +53,12 @@ func TestRedlockFailsWithAMajorityKilled(t *testing.T) {
 	if budget.Err() != nil {
 		t.Fatal("Acquire ran past its wait budget")
 	}
+	// The clean-up of a server that answered late runs in the background,
+	// within Timeout of its reply: it may still be on its way.
 	for _, n := range nodes[3:] {
-		if n.Client().Exists(ctx, l.lockKey("r")).Val() != 0 {
-			t.Fatalf("a failed Acquire left the lock on %s", n.Addr())
-		}
+		waitFor(t, "a failed Acquire's lock on "+n.Addr()+" to be cleaned up", 5*time.Second, func() bool {
+			return n.Client().Exists(ctx, l.lockKey("r")).Val() == 0
+		})
 	}
 }
 
