@@ -24,6 +24,8 @@ type config struct {
 	mode          catalog.Mode
 	holdTTL       time.Duration
 	sweepEvery    time.Duration
+	pendingAge    time.Duration
+	giveFirst     bool
 	logLevel      slog.Level
 	logJSON       bool
 	migrate       bool
@@ -105,7 +107,10 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (s
 	fs.StringVar(&mode, "reservation-mode", env("RESERVATION_MODE", string(catalog.ModeFenced)), "how reservations guard the warehouse: unsafe (no lock), lock (no token check) or fenced; the admin API changes it at run time (env RESERVATION_MODE)")
 	var holdTTL string
 	fs.StringVar(&holdTTL, "hold-ttl", env("HOLD_TTL", catalog.DefaultHoldTTL.String()), "how long a reservation holds its units before it expires, at least 1s (env HOLD_TTL)")
-	fs.DurationVar(&c.sweepEvery, "sweep-every", 10*time.Second, "how often expired reservations are swept and their units given back")
+	var sweepEvery, pendingAge string
+	fs.StringVar(&sweepEvery, "sweep-every", env("SWEEP_EVERY", "10s"), "how often expired reservations are swept and cut-off sagas reconciled (env SWEEP_EVERY)")
+	fs.StringVar(&pendingAge, "pending-age", env("PENDING_AGE", catalog.DefaultPendingAge.String()), "how old a reservation's intent must be before the reconciler settles it, at least 1s (env PENDING_AGE)")
+	fs.BoolVar(&c.giveFirst, "give-first", envBool("GIVE_FIRST", false), "for checkers only: give a cancelled hold's units back before the catalog ends it, the order that sells units twice when cut off (env GIVE_FIRST)")
 	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	fs.StringVar(&format, "log-format", env("LOG_FORMAT", "json"), "json (one object per line) or text (env LOG_FORMAT)")
 	fs.StringVar(&c.otlpEndpoint, "otlp-endpoint", env("OTEL_EXPORTER_OTLP_ENDPOINT", ""), "base URL of an OTLP/HTTP trace receiver such as Jaeger's (http://127.0.0.1:4318); empty: no tracing (env OTEL_EXPORTER_OTLP_ENDPOINT)")
@@ -136,8 +141,8 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (s
 	if err := errors.Join(envErrs...); err != nil {
 		return "", config{}, err
 	}
-	if c.holdTTL, err = time.ParseDuration(holdTTL); err != nil || c.holdTTL < time.Second || c.sweepEvery <= 0 {
-		return "", config{}, fmt.Errorf("-hold-ttl must be at least 1s and -sweep-every positive, got %v and %v", c.holdTTL, c.sweepEvery)
+	if err := c.parseDurations(holdTTL, sweepEvery, pendingAge); err != nil {
+		return "", config{}, err
 	}
 	if c.reuseDecoded, err = strconv.Atoi(reuse); err != nil || c.reuseDecoded < 0 || c.reuseDecoded > 1<<20 {
 		return "", config{}, fmt.Errorf("-reuse-decoded must be a whole number from 0 to %d, got %q", 1<<20, reuse)
@@ -176,6 +181,23 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (s
 		return "", config{}, errors.New("LOCK_REDIS_URLS holds no URL")
 	}
 	return cmd, c, nil
+}
+
+// parseDurations sets the reservations' durations: the hold TTL and the
+// pending age at least 1s, the sweep's period positive.
+func (c *config) parseDurations(holdTTL, sweepEvery, pendingAge string) error {
+	var errs []error
+	parse := func(name, s string, min time.Duration) time.Duration {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < min {
+			errs = append(errs, fmt.Errorf("-%s must be a duration of at least %v, got %q", name, min, s))
+		}
+		return d
+	}
+	c.holdTTL = parse("hold-ttl", holdTTL, time.Second)
+	c.sweepEvery = parse("sweep-every", sweepEvery, time.Millisecond)
+	c.pendingAge = parse("pending-age", pendingAge, time.Second)
+	return errors.Join(errs...)
 }
 
 // usage prints the subcommands, one line each, and the flags to fs's output.

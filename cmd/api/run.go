@@ -232,7 +232,8 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, sdk *sdktrace.Tr
 	warehouse := catalog.NewWarehouse(whPool, observe)
 
 	svc, err := catalog.NewService(catalog.Config{
-		Store: store, Warehouse: warehouse, Mode: cfg.mode, HoldTTL: cfg.holdTTL, Cache: cacheRedis, Locker: locker, Faults: faults, Registerer: reg, Logger: log,
+		Store: store, Warehouse: warehouse, Mode: cfg.mode, HoldTTL: cfg.holdTTL, PendingAge: cfg.pendingAge, GiveFirst: cfg.giveFirst,
+		Cache: cacheRedis, Locker: locker, Faults: faults, Registerer: reg, Logger: log,
 		AutoPipeline: cfg.autoPipeline, ReuseDecoded: cfg.reuseDecoded, TracerProvider: tp,
 	})
 	if err != nil {
@@ -268,8 +269,8 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, sdk *sdktrace.Tr
 	log.Info("listening", "addr", ln.Addr().String(), "lock_nodes", len(lockNodes), "redis_autopipeline", cfg.autoPipeline, "reuse_decoded", cfg.reuseDecoded,
 		"otlp_endpoint", cfg.otlpEndpoint, "trace_sample", cfg.traceSample)
 
-	// Every replica sweeps expired holds; a hold's units come back once
-	// whichever sweeps it.
+	// Every replica sweeps expired holds and reconciles what cuts left; a
+	// hold's units come back once whichever does it.
 	sweepCtx, stopSweeper := context.WithCancel(ctx)
 	sweeping := make(chan struct{})
 	ticker := time.NewTicker(cfg.sweepEvery)

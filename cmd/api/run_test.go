@@ -27,17 +27,18 @@ import (
 
 func TestParseConfig(t *testing.T) {
 	env := map[string]string{"HTTP_ADDR": ":9999", "LOCK_REDIS_URLS": "redis://a:1, redis://b:2 ,redis://c:3", "LOG_FORMAT": "json",
-		"RESERVATION_MODE": "lock", "HOLD_TTL": "90s"}
+		"RESERVATION_MODE": "lock", "HOLD_TTL": "90s", "SWEEP_EVERY": "1s"}
 	cmd, c, err := parseConfig([]string{"serve", "-admin-token", "t"}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cmd != "serve" || c.httpAddr != ":9999" || len(c.lockRedisURLs) != 3 || c.lockRedisURLs[1] != "redis://b:2" || !c.logJSON || c.adminToken != "t" ||
-		c.mode != catalog.ModeLock || c.holdTTL != 90*time.Second || c.sweepEvery != 10*time.Second {
+		c.mode != catalog.ModeLock || c.holdTTL != 90*time.Second || c.sweepEvery != time.Second ||
+		c.pendingAge != catalog.DefaultPendingAge || c.giveFirst {
 		t.Fatalf("parsed %q %+v", cmd, c)
 	}
 	for _, bad := range [][]string{{"explode"}, {"-log-level", "loud"}, {"-log-format", "xml"}, {"serve", "extra"},
-		{"-reservation-mode", "Fenced"}, {"-hold-ttl", "1ms"}, {"-hold-ttl", "soon"}, {"-sweep-every", "0s"}} {
+		{"-reservation-mode", "Fenced"}, {"-hold-ttl", "1ms"}, {"-hold-ttl", "soon"}, {"-sweep-every", "0s"}, {"-pending-age", "10ms"}, {"-give-first=maybe"}} {
 		if _, _, err := parseConfig(bad, func(string) string { return "" }, io.Discard); err == nil {
 			t.Errorf("parseConfig(%q) accepted", bad)
 		}

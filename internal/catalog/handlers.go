@@ -10,8 +10,10 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -159,7 +161,7 @@ func (h *handlers) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, ErrLockBusy):
 		writeProblem(w, probBusy)
 	case errors.Is(err, ErrOutcomeUnknown):
-		writeProblem(w, probUnavailable.with("the reservation's outcome is unknown; retry with the same idempotency key"))
+		writeProblem(w, probUnavailable.with("the outcome could not be confirmed; retry the same request (a reservation with the same idempotency key): the retry answers what happened"))
 	case errors.Is(context.Cause(r.Context()), errServerDeadline):
 		writeProblem(w, probUnavailable.with("the request ran out of its time on the server; retry later"))
 	case r.Context().Err() != nil:
@@ -172,6 +174,9 @@ func (h *handlers) fail(w http.ResponseWriter, r *http.Request, err error) {
 		// A recompute that ran out of its own time (cachex's LoadTimeout)
 		// while the request still had some: the database is overloaded.
 		writeProblem(w, probUnavailable.with("a dependency did not answer in time; retry later"))
+	case isConnectionLost(err):
+		h.log.WarnContext(r.Context(), "database connection lost", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeProblem(w, probUnavailable.with("the database connection was lost; retry later"))
 	default:
 		h.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeProblem(w, probInternal)
@@ -391,6 +396,19 @@ const statusClientClosed = 499
 func isQueryCanceled(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "57014"
+}
+
+// isConnectionLost reports an error of a database connection that was cut:
+// a server that went away (SQLSTATE class 08, 57P01..57P03: terminated,
+// shut down, not accepting connections), a network error or an
+// unexpected end of the stream.
+func isConnectionLost(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "08") || slices.Contains([]string{"57P01", "57P02", "57P03"}, pgErr.Code)
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
 // hasPositiveTerm reports whether a search query (Postgres's websearch

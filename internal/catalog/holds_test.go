@@ -137,7 +137,8 @@ func TestRunSweeperSweepsAtEveryTick(t *testing.T) {
 }
 
 // TestCancelIsOneQuery: a cancel is observed once as the cancel query (the
-// look-up of its product is the reservation query).
+// catalog's end of the hold) and once as the settle query (the record that
+// the warehouse took the units back); it looks nothing up first.
 func TestCancelIsOneQuery(t *testing.T) {
 	const product = 51
 	a := newTestAPI(t, apiOptions{})
@@ -147,12 +148,15 @@ func TestCancelIsOneQuery(t *testing.T) {
 	count := func(q string) float64 {
 		return metricValue(t, a.reg, "catalog_db_query_duration_seconds", map[string]string{"query": q})
 	}
-	cancels, lookups := count(QueryCancel), count(QueryReservation)
+	cancels, settles, lookups := count(QueryCancel), count(QuerySettle), count(QueryReservation)
 	decodeJSON(t, a.do(http.MethodPost, "/v1/reservations/"+itoa(r.ID)+"/cancel", ""), http.StatusOK, nil)
 	if d := count(QueryCancel) - cancels; d != 1 {
 		t.Errorf("one cancel observed %v times as %q", d, QueryCancel)
 	}
-	if d := count(QueryReservation) - lookups; d != 1 {
+	if d := count(QuerySettle) - settles; d != 1 {
+		t.Errorf("one cancel observed %v times as %q", d, QuerySettle)
+	}
+	if d := count(QueryReservation) - lookups; d != 0 {
 		t.Errorf("one cancel observed %v look-ups", d)
 	}
 }

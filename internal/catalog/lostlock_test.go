@@ -43,7 +43,7 @@ func TestUnsafeModeOversells(t *testing.T) {
 	read.Add(2)
 	bothRead := make(chan struct{})
 	go func() { read.Wait(); close(bothRead) }()
-	a.svc.betweenReadAndWrite = func(int64) {
+	a.svc.betweenReadAndWrite = func(context.Context, int64) {
 		read.Done()
 		select {
 		case <-bothRead:
@@ -132,7 +132,7 @@ func testLostLock(t *testing.T, mode Mode) {
 		http.StatusOK, nil)
 	aRead := make(chan struct{})
 	var once sync.Once
-	a.svc.betweenReadAndWrite = func(int64) { once.Do(func() { close(aRead) }) }
+	a.svc.betweenReadAndWrite = func(context.Context, int64) { once.Do(func() { close(aRead) }) }
 
 	began := time.Now()
 	doneA := make(chan *httptest.ResponseRecorder, 1)

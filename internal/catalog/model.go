@@ -108,12 +108,18 @@ type Inventory struct {
 
 // Reservation statuses.
 const (
+	// StatusPending marks the intent of a reservation, recorded before the
+	// warehouse gives its units: it holds nothing, and the API answers it
+	// as not found (docs/api.md#the-saga).
+	StatusPending = "pending"
 	// StatusActive marks a reservation that holds stock.
 	StatusActive = "active"
-	// StatusCancelled marks a reservation whose stock was given back.
+	// StatusCancelled marks a reservation cancelled by its buyer: it holds
+	// nothing, and its units go back to the warehouse.
 	StatusCancelled = "cancelled"
 	// StatusExpired marks a reservation that was not completed before its
-	// ExpiresAt: the sweeper gave its stock back.
+	// ExpiresAt: the sweeper ended it, and its units go back to the
+	// warehouse.
 	StatusExpired = "expired"
 )
 
@@ -128,7 +134,7 @@ type Reservation struct {
 	// Status is StatusActive, StatusCancelled or StatusExpired.
 	Status string `json:"status"`
 	// FenceToken is the fencing token of the lock under which the
-	// reservation was last written (created, then cancelled).
+	// warehouse gave the reservation its units.
 	FenceToken int64 `json:"fence_token"`
 	// IdempotencyKey is the client's key for the request that created it: a
 	// retried request with the same key returns this reservation.
@@ -140,6 +146,10 @@ type Reservation struct {
 	// ExpiresAt is when an active reservation stops holding its units (the
 	// sweeper then marks it expired and gives them back).
 	ExpiresAt time.Time `json:"expires_at"`
+
+	// GiveDue is true for an ended hold whose units the warehouse has yet
+	// to take back (docs/api.md#the-saga). Not part of the API's answers.
+	GiveDue bool `json:"-"`
 }
 
 // ProductPatch is a partial update of a product: nil fields are left as

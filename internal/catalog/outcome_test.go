@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -37,7 +38,7 @@ func TestReserveAnswersWhatTheCommitDid(t *testing.T) {
 	}
 	rec := a.do(http.MethodPost, "/v1/reservations", reserveBody(product, 3, "unknown-outcome"))
 	p := checkProblem(t, rec, http.StatusServiceUnavailable, "/problems/unavailable")
-	if !strings.Contains(p.Detail, "retry with the same idempotency key") {
+	if !strings.Contains(p.Detail, "same idempotency key") {
 		t.Errorf("detail %q does not say to retry with the same key", p.Detail)
 	}
 	if n := a.reservationsTotal("unknown"); n != 1 {
@@ -62,10 +63,12 @@ func TestReserveLockLostBeforeCommitIs409(t *testing.T) {
 	const product = 46
 	a := newTestAPI(t, apiOptions{lockTTL: 200 * time.Millisecond})
 	a.setInventory(product, 10, 0)
-	a.svc.betweenReadAndWrite = func(int64) {
-		waitFor(t, 5*time.Second, "the lock to be lost", func() bool {
-			return metricValue(t, a.reg, "lockx_lost_total", map[string]string{"name": "inventory"}) >= 1
-		})
+	a.svc.betweenReadAndWrite = func(ctx context.Context, _ int64) {
+		select { // the lock's context: it ends when the loss is noticed
+		case <-ctx.Done():
+		case <-time.After(time.Minute):
+			t.Error("the lock was never lost")
+		}
 	}
 	checkProblem(t, a.do(http.MethodPost, "/v1/reservations", reserveBody(product, 2, "lost-early")), http.StatusConflict, "/problems/fenced")
 	if n := a.queryInt("SELECT count(*) FROM reservations WHERE idempotency_key = 'lost-early'"); n != 0 {
@@ -76,5 +79,137 @@ func TestReserveLockLostBeforeCommitIs409(t *testing.T) {
 	}
 	if n := a.reservationsTotal("fenced"); n != 1 {
 		t.Errorf(`catalog_reservations_total{result="fenced"} = %d, want 1`, n)
+	}
+}
+
+// loseTheLock makes the next commit wait until the reservation's lock is
+// lost, make every query after it fail, and report its reply lost: a
+// commit that ran while the lock expired, then a database that stopped
+// answering.
+func (a *testAPI) loseTheLock(t *testing.T) {
+	a.svc.store.lostCommit = func() error {
+		waitFor(t, 10*time.Second, "the lock to be lost", func() bool {
+			return metricValue(t, a.reg, "lockx_lost_total", map[string]string{"name": "inventory"}) >= 1
+		})
+		a.svc.store.SetDelay(func(context.Context) error { return errors.New("database unreachable") })
+		return errors.New("connection reset after COMMIT")
+	}
+}
+
+// TestAnUnknownOutcomeIsNeverARefusal: a reservation whose last commit ran
+// while its lock expired, and whose look-up then failed, does hold units:
+// it is answered 503 "retry with the same idempotency key", counted
+// unknown, never 409 fenced ("nothing was recorded"), and the retry finds
+// it. Before the saga it answered 409 fenced.
+func TestAnUnknownOutcomeIsNeverARefusal(t *testing.T) {
+	const product = 47
+	a := newTestAPI(t, apiOptions{lockTTL: 300 * time.Millisecond})
+	a.setInventory(product, 10, 0)
+	a.loseTheLock(t)
+	p := checkProblem(t, a.do(http.MethodPost, "/v1/reservations", reserveBody(product, 2, "lost-while-committing")),
+		http.StatusServiceUnavailable, "/problems/unavailable")
+	if !strings.Contains(p.Detail, "same idempotency key") {
+		t.Errorf("detail %q does not say to retry with the same key", p.Detail)
+	}
+	if n, f := a.reservationsTotal("unknown"), a.reservationsTotal("fenced"); n != 1 || f != 0 {
+		t.Errorf(`catalog_reservations_total: unknown %d, fenced %d; want 1 and 0`, n, f)
+	}
+	a.svc.store.lostCommit = nil
+	a.svc.store.SetDelay(nil)
+	var r Reservation
+	rec := a.do(http.MethodPost, "/v1/reservations", reserveBody(product, 2, "lost-while-committing"))
+	if rec.Code != http.StatusOK && rec.Code != http.StatusCreated {
+		t.Fatalf("the retry answered %d %s", rec.Code, rec.Body.String())
+	}
+	decodeJSON(t, rec, rec.Code, &r)
+	if inv := a.inventory(product); r.Status != StatusActive || inv.Reserved != 2 || inv.Available != 8 {
+		t.Errorf("the retry found %+v; inventory %+v", r, inv)
+	}
+}
+
+// TestCancelAnswersWhatTheCommitDid: a cancel whose commit ran but whose
+// reply was lost is looked up and answered 200 cancelled; when the look-up
+// fails too, 503 "retry the same request", never 500 or 409. Before the
+// saga a cancel looked nothing up: it answered 500, or 409 fenced when the
+// lock expired meanwhile, while the reservation was cancelled.
+func TestCancelAnswersWhatTheCommitDid(t *testing.T) {
+	const product = 49
+	a := newTestAPI(t, apiOptions{})
+	a.setInventory(product, 10, 0)
+	var r1, r2 Reservation
+	decodeJSON(t, a.do(http.MethodPost, "/v1/reservations", reserveBody(product, 2, "cancel-lost-reply")), http.StatusCreated, &r1)
+	decodeJSON(t, a.do(http.MethodPost, "/v1/reservations", reserveBody(product, 3, "cancel-unknown")), http.StatusCreated, &r2)
+	errLost := errors.New("connection reset after COMMIT")
+	a.svc.store.lostCommit = func() error { return errLost }
+	var got Reservation
+	decodeJSON(t, a.do(http.MethodPost, "/v1/reservations/"+itoa(r1.ID)+"/cancel", ""), http.StatusOK, &got)
+	if got.Status != StatusCancelled {
+		t.Errorf("answered %+v", got)
+	}
+
+	a.svc.store.lostCommit = func() error {
+		a.svc.store.SetDelay(func(context.Context) error { return errors.New("database unreachable") })
+		return errLost
+	}
+	p := checkProblem(t, a.do(http.MethodPost, "/v1/reservations/"+itoa(r2.ID)+"/cancel", ""), http.StatusServiceUnavailable, "/problems/unavailable")
+	if !strings.Contains(p.Detail, "retry the same request") {
+		t.Errorf("detail %q does not say to retry", p.Detail)
+	}
+	a.svc.store.lostCommit = nil
+	a.svc.store.SetDelay(nil)
+	decodeJSON(t, a.do(http.MethodPost, "/v1/reservations/"+itoa(r2.ID)+"/cancel", ""), http.StatusOK, &got)
+	if inv := a.inventory(product); got.Status != StatusCancelled || inv.Reserved != 0 || inv.Available != 10 {
+		t.Errorf("after the retried cancel: %+v, %+v; want cancelled, every unit free", got, inv)
+	}
+}
+
+// terminateOthers ends every other session on the test's database, as an
+// operator's pg_terminate_backend or a failover would.
+func (a *testAPI) terminateOthers(t *testing.T) {
+	t.Helper()
+	if _, err := a.db.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestACutConnectionIsNever500: the database sessions are terminated in
+// the middle of a reservation and of a cancel. Each is answered with what
+// happened or 503 "retry the same request", never 500, and the retry
+// finishes it with every unit accounted for. Before the saga the
+// reservation answered 500.
+func TestACutConnectionIsNever500(t *testing.T) {
+	const product = 56
+	a := newTestAPI(t, apiOptions{})
+	a.setInventory(product, 10, 0)
+	var once sync.Once
+	a.svc.betweenReadAndWrite = func(context.Context, int64) { once.Do(func() { a.terminateOthers(t) }) }
+	rec := a.do(http.MethodPost, "/v1/reservations", reserveBody(product, 2, "cut-session"))
+	a.svc.betweenReadAndWrite = nil
+	if rec.Code != http.StatusCreated {
+		p := checkProblem(t, rec, http.StatusServiceUnavailable, "/problems/unavailable")
+		if !strings.Contains(p.Detail, "same idempotency key") {
+			t.Errorf("detail %q does not say to retry with the same key", p.Detail)
+		}
+	}
+	var r Reservation
+	rec = a.do(http.MethodPost, "/v1/reservations", reserveBody(product, 2, "cut-session"))
+	if rec.Code != http.StatusOK && rec.Code != http.StatusCreated {
+		t.Fatalf("the retry answered %d %s", rec.Code, rec.Body.String())
+	}
+	decodeJSON(t, rec, rec.Code, &r)
+
+	_, disarm := a.armCut(1, func(string) { a.terminateOthers(t) })
+	rec = a.do(http.MethodPost, "/v1/reservations/"+itoa(r.ID)+"/cancel", "")
+	disarm()
+	if rec.Code != http.StatusOK {
+		checkProblem(t, rec, http.StatusServiceUnavailable, "/problems/unavailable")
+	}
+	decodeJSON(t, a.do(http.MethodPost, "/v1/reservations/"+itoa(r.ID)+"/cancel", ""), http.StatusOK, nil)
+	if _, err := a.svc.Reconcile(context.Background()); err != nil {
+		t.Error(err)
+	}
+	if inv := a.inventory(product); inv.Reserved != 0 || inv.Available != 10 {
+		t.Errorf("after the retries: %+v, want every unit free", inv)
 	}
 }

@@ -23,7 +23,7 @@ var (
 	probNotFound     = Problem{Type: "/problems/not-found", Title: "No such resource", Status: http.StatusNotFound}
 	probTooLarge     = Problem{Type: "/problems/too-large", Title: "The request body is too large", Status: http.StatusRequestEntityTooLarge}
 	probInsufficient = Problem{Type: "/problems/insufficient-stock", Title: "Not enough stock for the reservation", Status: http.StatusConflict}
-	probFenced       = Problem{Type: "/problems/fenced", Title: "The product's lock was lost before the change committed; retry the same request", Status: http.StatusConflict}
+	probFenced       = Problem{Type: "/problems/fenced", Title: "The product's lock was lost before the warehouse gave the units: nothing was reserved; retry the same request", Status: http.StatusConflict}
 	probIdemMismatch = Problem{Type: "/problems/idempotency-mismatch", Title: "The idempotency key was used for another request", Status: http.StatusUnprocessableEntity}
 	probBusy         = Problem{Type: "/problems/busy", Title: "The product is busy or the lock service unavailable; retry", Status: http.StatusServiceUnavailable}
 	probUnauthorized = Problem{Type: "/problems/unauthorized", Title: "A valid admin token is required", Status: http.StatusUnauthorized}

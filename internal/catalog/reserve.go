@@ -20,107 +20,146 @@ type ReserveRequest struct {
 // Errors of reservations, besides ErrNotFound and ErrInsufficientStock.
 var (
 	// ErrLockBusy: the product's lock could not be taken in time, or its
-	// Redis is unavailable. Retry later.
+	// Redis is unavailable. Nothing was reserved; retry later.
 	ErrLockBusy = errors.New("catalog: product is busy, retry later")
-	// ErrFenced: the lock was lost before the write committed (a pause
-	// longer than its TTL), and the write was refused. Nothing changed.
-	ErrFenced = errors.New("catalog: lock lost, write refused")
-	// ErrOutcomeUnknown: the reservation's commit failed without saying
-	// whether it ran, and looking its idempotency key up failed too. Retry
-	// with the same key: the retry answers what happened.
-	ErrOutcomeUnknown = errors.New("catalog: the outcome is unknown; retry with the same idempotency key")
+	// ErrFenced: the lock was lost before the warehouse gave the units,
+	// and the warehouse refused them or they were never asked for. Nothing
+	// was reserved.
+	ErrFenced = errors.New("catalog: lock lost, nothing reserved")
+	// ErrOutcomeUnknown: a step failed without saying whether it ran (a
+	// reply lost, a connection cut), and looking the request up could not
+	// settle it. Retry the same request, with the same idempotency key: the
+	// retry answers what happened and finishes what was begun.
+	ErrOutcomeUnknown = errors.New("catalog: the outcome could not be confirmed; retry the same request (with the same idempotency key)")
 )
 
-// lookupTimeout bounds the look-up of an idempotency key after a commit
-// whose outcome is unknown.
-const lookupTimeout = 2 * time.Second
+// finishTimeout bounds the steps a request finishes on a context of its
+// own once the warehouse has moved units (making a hold active, giving
+// units back) and the look-ups that settle an unknown outcome.
+const finishTimeout = 5 * time.Second
 
-// Reserve holds stock of a product: it takes the units from the warehouse
-// and records the reservation, guarded as the instance's Mode says; created
-// is false for an idempotent replay. A finished replay and an unknown
-// product are answered without the lock. A commit that fails without saying
-// whether it ran is settled by looking the key up: created, the error
-// (ErrFenced if the lock was lost) or ErrOutcomeUnknown
-// (docs/api.md#reservations, Truthful outcomes).
-func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (r Reservation, created bool, err error) {
-	result := "reserved" // "" for failures outside the contract's results (not found, bad key, database)
+// Reserve holds stock of a product as a saga (docs/api.md#the-saga): it
+// records the intent (a pending reservation under the key), takes the
+// units from the warehouse under the product's guard, then makes the
+// reservation active; created is false for an idempotent replay, which is
+// answered without the lock. Every answer is true: a definite refusal
+// (insufficient stock, fenced, busy) only when nothing was reserved, and a
+// step whose outcome is unknown is settled by looking the key up on a
+// context of its own: created when the hold exists, ErrOutcomeUnknown
+// when that cannot be learned.
+func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation, bool, error) {
 	ctx, span := s.startReserve(ctx, req)
-	defer func() {
-		if result != "" {
-			s.reservations.WithLabelValues(result).Inc()
-		}
-		endReserve(span, result, err)
-	}()
+	r, created, err := s.reserve(ctx, req)
+	result := reserveResult(ctx, created, err)
+	if result != "" {
+		s.reservations.WithLabelValues(result).Inc()
+	}
+	endReserve(span, result, err)
+	return r, created, err
+}
 
-	if r, found, err := s.store.Replay(ctx, req.ProductID, req.Quantity, req.IdempotencyKey); err != nil || found {
-		if err == nil {
-			result = "duplicate"
-		} else {
-			result = ""
-		}
-		return r, false, err
+// reserveResult is the catalog_reservations_total label of an answer; ""
+// for failures outside the contract's results (bad input, unknown product).
+// An unknown outcome is checked first: it is never a definite failure.
+func reserveResult(ctx context.Context, created bool, err error) string {
+	switch {
+	case err == nil && created:
+		return "reserved"
+	case err == nil:
+		return "duplicate"
+	case errors.Is(err, ErrOutcomeUnknown):
+		return "unknown"
+	case errors.Is(err, ErrInsufficientStock):
+		return "insufficient"
+	case errors.Is(err, ErrFenced):
+		return "fenced"
+	case errors.Is(err, ErrLockBusy):
+		return "lock_timeout"
+	case ctx.Err() != nil:
+		return "cancelled"
 	}
-	// A lock (and its fence counter) per made-up id would let anyone fill
-	// the lock servers. The product cache answers, negative answers included.
-	if _, err := s.Product(ctx, req.ProductID); err != nil {
-		result = ""
-		return r, false, err
+	return ""
+}
+
+func (s *Service) reserve(ctx context.Context, req ReserveRequest) (Reservation, bool, error) {
+	hold := Hold{ProductID: req.ProductID, Quantity: req.Quantity, IdempotencyKey: req.IdempotencyKey, TTL: s.holdTTL}
+	r, created, err := s.store.Intend(ctx, hold)
+	switch {
+	case err != nil && definite(err):
+		return Reservation{}, false, err
+	case err != nil:
+		return s.settleReserve(ctx, req, 0, err)
+	case !created && r.Status != StatusPending:
+		return r, false, nil // a replay
 	}
+	// The intent holds nothing: whatever stops us before the take leaves
+	// it to a retry or to the reconciler.
 	g, err := s.guard(ctx, req.ProductID)
 	if err != nil {
-		result = "lock_timeout"
-		if ctx.Err() != nil { // the client went away (or its deadline passed) while waiting
-			result = "cancelled"
-		}
-		return r, false, err
+		return Reservation{}, false, err
 	}
 	defer g.release()
+	if err := s.take(ctx, g, req); err != nil {
+		return s.afterTake(ctx, g, req, r, err)
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	r, activated, err := s.store.Activate(fctx, r.ID, g.fence.Token)
+	if err != nil {
+		return s.settleReserve(ctx, req, g.fence.Token, err)
+	}
+	return r, activated, nil // not activated: a request with the same key, or a stocktake, made it active first
+}
 
-	// An injected pause stands for a process that stops between its read
-	// and its write (a GC pause, a frozen VM): it does not see its lock
-	// expire, so its write goes out on a context the loss does not end.
+// take moves the request's units out of the warehouse under g. An injected
+// pause stands for a process that stops between its read and its write (a
+// GC pause, a frozen VM): it does not see its lock expire, so its write
+// goes out on a context the loss does not end.
+func (s *Service) take(ctx context.Context, g *guard, req ReserveRequest) error {
 	wctx, pause := g.ctx, s.faults.ReservationPause()
 	if pause > 0 {
 		wctx = context.WithoutCancel(ctx)
 	}
-	take := func(wctx context.Context) error {
-		m := Move{Key: TakeKey(req.IdempotencyKey), ProductID: req.ProductID, Units: req.Quantity}
-		return s.warehouse.Take(wctx, m, g.fence, func() {
-			if s.betweenReadAndWrite != nil {
-				s.betweenReadAndWrite(req.ProductID)
-			}
-			_ = FixedDelay(pause)(wctx)
-		})
+	m := Move{Key: TakeKey(req.IdempotencyKey), ProductID: req.ProductID, Units: req.Quantity}
+	return s.warehouse.Take(wctx, m, g.fence, func() {
+		if s.betweenReadAndWrite != nil {
+			s.betweenReadAndWrite(wctx, req.ProductID)
+		}
+		_ = FixedDelay(pause)(wctx)
+	})
+}
+
+// afterTake answers a take that failed with err: a definite refusal
+// removes the intent and says why; anything else is settled by a look-up.
+func (s *Service) afterTake(ctx context.Context, g *guard, req ReserveRequest, r Reservation, err error) (Reservation, bool, error) {
+	if !definite(err) {
+		return s.settleReserve(ctx, req, g.fence.Token, err)
 	}
-	hold := Hold{ProductID: req.ProductID, Quantity: req.Quantity, IdempotencyKey: req.IdempotencyKey, Token: g.fence.Token, TTL: s.holdTTL}
-	r, created, err = s.store.Reserve(wctx, hold, take)
-	if err != nil && !definite(err) {
-		r, created, err = s.afterUnknownCommit(ctx, req, err)
-	}
+	s.abandon(ctx, r)
 	switch {
-	case err == nil && !created:
-		result = "duplicate"
-	case err == nil:
 	case errors.Is(err, ErrInsufficientStock):
 		// Refused for stock: the fence let the read through (no newer
 		// holder had come), even if the lock was lost meanwhile.
-		result = "insufficient"
 	case errors.Is(err, pgfence.ErrStaleToken), g.lost():
-		result = "fenced"
 		err = fmt.Errorf("%w: %w", ErrFenced, err)
-	case errors.Is(err, ErrOutcomeUnknown):
-		result = "unknown"
-	case ctx.Err() != nil:
-		result = "cancelled"
-	default:
-		result = ""
 	}
-	return r, created, err
+	return Reservation{}, false, err
 }
 
-// definite reports a reservation error after which nothing was committed.
+// abandon removes the intent r, best effort, on a context of its own; one
+// left behind holds nothing and the reconciler removes it.
+func (s *Service) abandon(ctx context.Context, r Reservation) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if err := s.store.Abandon(actx, r.ID); err != nil {
+		s.log.DebugContext(ctx, "abandoning a reservation's intent", "reservation", r.ID, "err", err)
+	}
+}
+
+// definite reports an error after which nothing was written: an answer
+// that may say so.
 func definite(err error) bool {
-	for _, d := range []error{ErrInsufficientStock, ErrIdempotencyMismatch, ErrInvalidArgument, ErrNotFound, pgfence.ErrStaleToken} {
+	for _, d := range []error{ErrInsufficientStock, ErrIdempotencyMismatch, ErrInvalidArgument, ErrNotFound, pgfence.ErrStaleToken, errNotSent} {
 		if errors.Is(err, d) {
 			return true
 		}
@@ -128,55 +167,48 @@ func definite(err error) bool {
 	return false
 }
 
-// afterUnknownCommit looks the request's key up after err left the outcome
-// unknown, with a context of its own: the request's may be what ended.
-func (s *Service) afterUnknownCommit(ctx context.Context, req ReserveRequest, err error) (Reservation, bool, error) {
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
+// settleReserve learns what a reservation whose last step failed with
+// cause did, on a context of its own (the request's may be what ended): a
+// hold under the key is the answer, created; an intent whose take the
+// warehouse applied is made active first (under token). Otherwise the
+// outcome stays unknown.
+func (s *Service) settleReserve(ctx context.Context, req ReserveRequest, token int64, cause error) (Reservation, bool, error) {
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	r, found, lerr := s.store.Replay(lctx, req.ProductID, req.Quantity, req.IdempotencyKey)
-	switch {
-	case lerr != nil:
-		return Reservation{}, false, fmt.Errorf("%w: %w (look-up: %w)", ErrOutcomeUnknown, err, lerr)
-	case found:
-		return r, true, nil
+	r, found, err := s.store.Replay(lctx, req.ProductID, req.Quantity, req.IdempotencyKey)
+	if err == nil && found && r.Status == StatusPending {
+		r, err = s.activateIfTaken(lctx, r, token)
 	}
-	return Reservation{}, false, err
+	switch {
+	case err == nil && found && r.Status != StatusPending:
+		return r, true, nil
+	case err != nil && !errors.Is(err, ErrNotFound):
+		cause = fmt.Errorf("%w (look-up: %w)", cause, err)
+	}
+	return Reservation{}, false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, cause)
+}
+
+// activateIfTaken makes intent r active when the warehouse applied its
+// take, and returns it as it is then.
+func (s *Service) activateIfTaken(ctx context.Context, r Reservation, token int64) (Reservation, error) {
+	taken, err := s.warehouse.Applied(ctx, takeMove(r), Fence{})
+	if err != nil || !taken {
+		return r, err
+	}
+	r, _, err = s.store.Activate(ctx, r.ID, token)
+	return r, err
+}
+
+// takeMove and giveMove are the warehouse moves of reservation r.
+func takeMove(r Reservation) Move {
+	return Move{Key: TakeKey(r.IdempotencyKey), ProductID: r.ProductID, Units: r.Quantity}
+}
+
+func giveMove(r Reservation) Move {
+	return Move{Key: GiveKey(r.ID), ProductID: r.ProductID, Units: r.Quantity}
 }
 
 // Reservation returns a reservation as it is now, or ErrNotFound.
 func (s *Service) Reservation(ctx context.Context, id int64) (Reservation, error) {
 	return s.store.Reservation(ctx, id)
-}
-
-// Cancel cancels a reservation and returns its units to the warehouse,
-// guarded like Reserve. Cancelling a reservation that has ended (cancelled
-// or expired) returns it unchanged.
-func (s *Service) Cancel(ctx context.Context, id int64) (Reservation, error) {
-	r, _, err := s.end(ctx, id, func(ctx context.Context, id, token int64, give func(context.Context, Reservation) error) (Reservation, bool, error) {
-		r, err := s.store.CancelReservation(ctx, id, token, give)
-		return r, err == nil, err
-	})
-	return r, err
-}
-
-// end ends reservation id with the store's cancel or expire, under the
-// guard of its product, giving its units back to the warehouse; ended is
-// the store's.
-func (s *Service) end(ctx context.Context, id int64, end func(context.Context, int64, int64, func(context.Context, Reservation) error) (Reservation, bool, error)) (r Reservation, ended bool, err error) {
-	if r, err = s.store.Reservation(ctx, id); err != nil || r.Status != StatusActive {
-		return r, false, err
-	}
-	g, err := s.guard(ctx, r.ProductID)
-	if err != nil {
-		return Reservation{}, false, err
-	}
-	defer g.release()
-	give := func(ctx context.Context, res Reservation) error {
-		return s.warehouse.Give(ctx, Move{Key: GiveKey(res.ID), ProductID: res.ProductID, Units: res.Quantity}, g.fence)
-	}
-	r, ended, err = end(g.ctx, id, g.fence.Token, give)
-	if errors.Is(err, pgfence.ErrStaleToken) || (err != nil && g.lost()) {
-		err = fmt.Errorf("%w: %w", ErrFenced, err)
-	}
-	return r, ended, err
 }

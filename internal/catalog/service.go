@@ -59,6 +59,15 @@ type Config struct {
 	// reservations (a catalog.reserve span); nil traces nothing
 	// (docs/metrics.md#spans).
 	TracerProvider trace.TracerProvider
+	// PendingAge is how old an intent must be before Reconcile settles it;
+	// 0 means DefaultPendingAge.
+	PendingAge time.Duration
+	// GiveFirst restores the order of effects before the saga for cancels
+	// and expiries: the warehouse takes the units back before the catalog
+	// ends the hold, which sells units twice when a cut comes between the
+	// two. It exists only to prove that the checkers catch that order
+	// (cmd/torture -unsafe); never set it otherwise.
+	GiveFirst bool
 }
 
 // Service is the catalog: reads through the caches, writes that invalidate
@@ -71,10 +80,16 @@ type Service struct {
 	mode      *modeSwitch
 	holdTTL   time.Duration
 	expired   prometheus.Counter
+	// reconciled counts what Reconcile finished, by action.
+	reconciled *prometheus.CounterVec
+	pendingAge time.Duration
+	giveFirst  bool
+	log        *slog.Logger
 
 	// betweenReadAndWrite, set by tests before use, runs in a reservation
-	// between its warehouse read and write: where interleavings are forced.
-	betweenReadAndWrite func(productID int64)
+	// between its warehouse read and write, with the write's context: where
+	// interleavings are forced.
+	betweenReadAndWrite func(ctx context.Context, productID int64)
 
 	product *cachex.Cache[Product]
 	stats   *cachex.Cache[CategoryStats]
@@ -106,7 +121,8 @@ func NewService(cfg Config) (*Service, error) {
 		return d
 	}
 	s := &Service{store: cfg.Store, warehouse: cfg.Warehouse, locker: cfg.Locker, faults: cfg.Faults, mode: newModeSwitch(mode),
-		holdTTL: cmp.Or(cfg.HoldTTL, DefaultHoldTTL)}
+		holdTTL: cmp.Or(cfg.HoldTTL, DefaultHoldTTL), pendingAge: cmp.Or(cfg.PendingAge, DefaultPendingAge), giveFirst: cfg.GiveFirst,
+		log: cmp.Or(cfg.Logger, slog.Default())}
 	if cfg.TracerProvider != nil {
 		s.tracer = cfg.TracerProvider.Tracer("github.com/stampede-lab/stampede/internal/catalog")
 	}
@@ -137,8 +153,15 @@ func NewService(cfg Config) (*Service, error) {
 		Name: "catalog_reservations_expired_total",
 		Help: "Reservations the sweeper ended because their hold expired, their units given back (once each, whichever instance swept).",
 	})
+	s.reconciled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "catalog_reconciled_total",
+		Help: "Saga steps the reconciler finished after a cut, by action: give (the units of an ended hold given back), activate (an intent whose take the warehouse applied made active), abandon (an intent that took nothing removed).",
+	}, []string{"action"})
+	for _, a := range []string{"give", "activate", "abandon"} {
+		s.reconciled.WithLabelValues(a)
+	}
 	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{s.reservations, s.mode.gauge, s.expired} {
+		for _, c := range []prometheus.Collector{s.reservations, s.mode.gauge, s.expired, s.reconciled} {
 			if err := cfg.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("catalog: register metrics: %w", err)
 			}

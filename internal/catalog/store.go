@@ -57,6 +57,10 @@ const (
 	QueryReservation   = "reservation"
 	QuerySweep         = "sweep"
 	QueryExpire        = "expire"
+	QueryActivate      = "activate"
+	QueryAbandon       = "abandon"
+	QuerySettle        = "settle"
+	QueryReconcile     = "reconcile"
 )
 
 // QueryNames returns every query name, for pre-registering metric labels.
@@ -64,7 +68,8 @@ func QueryNames() []string {
 	return []string{
 		QueryProduct, QueryProducts, QueryCategoryStats, QueryTopProducts, QuerySearch,
 		QueryUpdateProduct, QueryInventory, QueryReserve, QueryReplay, QueryCancel,
-		QueryReservation, QuerySweep, QueryExpire, QueryWarehouseRead, QueryWarehouseWrite,
+		QueryReservation, QuerySweep, QueryExpire, QueryActivate, QueryAbandon, QuerySettle, QueryReconcile,
+		QueryWarehouseRead, QueryWarehouseWrite,
 	}
 }
 
@@ -389,13 +394,14 @@ func (s *Store) Inventory(ctx context.Context, productID int64) (Inventory, erro
 // MaxStock is the largest stock SetStock accepts.
 const MaxStock = 1_000_000
 
-// SetStock sets a product's stock in one transaction, as a stocktake: the
-// warehouse gets stock - reserved (the schema's trigger) whatever it held,
-// and the warehouse's takes that no reservation holds are voided
-// (docs/api.md#reservations, Stocktake). A checked fence claims the
-// warehouse row first. It returns the inventory after, ErrNotFound or
-// ErrInvalidArgument (stock outside 0..MaxStock). Observed as the inventory
-// query.
+// SetStock sets a product's stock in one transaction, as a stocktake that
+// counts both stores at once: intents whose take the warehouse applied
+// become active holds, takes that no reservation holds are voided, gives
+// still due are recorded as applied, and the warehouse gets stock -
+// reserved (the schema's trigger) whatever it held
+// (docs/api.md#stocktake). A checked fence claims the warehouse row first.
+// It returns the inventory after, ErrNotFound or ErrInvalidArgument (stock
+// outside 0..MaxStock). Observed as the inventory query.
 func (s *Store) SetStock(ctx context.Context, productID int64, stock int, f Fence) (Inventory, error) {
 	if stock < 0 || stock > MaxStock {
 		return Inventory{}, fmt.Errorf("catalog: %w: stock must be within 0..%d, got %d", ErrInvalidArgument, MaxStock, stock)
@@ -411,15 +417,15 @@ func (s *Store) SetStock(ctx context.Context, productID int64, stock int, f Fenc
 					return err
 				}
 			}
+			for _, q := range stocktakeSettle() {
+				if _, err := tx.Exec(ctx, q, productID); err != nil {
+					return err
+				}
+			}
 			tag, err := tx.Exec(ctx, "UPDATE inventory SET stock = $2, updated_at = now() WHERE product_id = $1", productID, stock)
 			if err == nil && tag.RowsAffected() == 0 {
 				return fmt.Errorf("inventory of product %d: %w", productID, ErrNotFound)
 			}
-			if err != nil {
-				return err
-			}
-			_, err = tx.Exec(ctx, `DELETE FROM warehouse_moves m WHERE m.product_id = $1 AND m.move_key LIKE 'take:%'
-				AND NOT EXISTS (SELECT FROM reservations r WHERE 'take:' || r.idempotency_key = m.move_key)`, productID)
 			return err
 		})
 	})
@@ -446,13 +452,6 @@ func checkLimit(limit int) error {
 func productDest(p *Product) []any {
 	return []any{&p.ID, &p.CategoryID, &p.SKU, &p.Name, &p.Description, &p.PriceCents,
 		(*[]byte)(&p.Attributes), &p.CreatedAt, &p.UpdatedAt}
-}
-
-// isUniqueViolation reports whether err is a unique violation of the named
-// constraint.
-func isUniqueViolation(err error, constraint string) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == constraint
 }
 
 func isForeignKeyViolation(err error) bool {

@@ -126,26 +126,36 @@ func BenchmarkQueryCosts(b *testing.B) {
 			return err
 		}},
 		{"inventory", "one inventory row", func(i int) error { _, err := s.Inventory(ctx, pid(i)); return err }},
-		{"reserve", "one unit, new key (transaction: key lookup, insert, fenced warehouse read and write, reserved update)", func(i int) error {
-			r, _, err := s.Reserve(ctx, Hold{ProductID: pid(i), Quantity: 1, IdempotencyKey: "cost-" + strconv.Itoa(i), Token: 1}, func(ctx context.Context) error {
-				return w.Take(ctx, Move{Key: TakeKey("cost-" + strconv.Itoa(i)), ProductID: pid(i), Units: 1}, fence, nil)
-			})
+		{"reserve", "one unit, new key (the saga: intent insert, fenced warehouse read and write, activation with the reserved update)", func(i int) error {
+			h := Hold{ProductID: pid(i), Quantity: 1, IdempotencyKey: "cost-" + strconv.Itoa(i)}
+			r, _, err := s.Intend(ctx, h)
 			if err == nil {
+				err = w.Take(ctx, Move{Key: TakeKey(h.IdempotencyKey), ProductID: h.ProductID, Units: 1}, fence, nil)
+			}
+			if err == nil {
+				_, _, err = s.Activate(ctx, r.ID, fence.Token)
+			}
+			switch {
+			case err == nil:
 				reservations = append(reservations, r.ID)
 				reserved++
-			} else if errors.Is(err, ErrInsufficientStock) {
-				err = nil // an out-of-stock product: a full transaction all the same
+			case errors.Is(err, ErrInsufficientStock):
+				err = s.Abandon(ctx, r.ID) // an out-of-stock product: a full saga all the same
 			}
 			return err
 		}},
-		{"cancel", "cancel one of those (transaction: row lock, fenced warehouse read and write, reserved update)", func(i int) error {
+		{"cancel", "cancel one of those (the saga: end with the reserved update, fenced warehouse read and write, settle)", func(i int) error {
 			if len(reservations) == 0 {
 				return nil
 			}
 			id := reservations[i%len(reservations)]
-			_, err := s.CancelReservation(ctx, id, 1, func(ctx context.Context, r Reservation) error {
-				return w.Give(ctx, Move{Key: GiveKey(r.ID), ProductID: r.ProductID, Units: r.Quantity}, fence)
-			})
+			r, _, err := s.CancelReservation(ctx, id)
+			if err == nil && r.GiveDue {
+				err = w.Give(ctx, giveMove(r), fence)
+			}
+			if err == nil && r.GiveDue {
+				err = s.Settle(ctx, id)
+			}
 			return err
 		}},
 	}

@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,70 +17,113 @@ import (
 const DefaultHoldTTL = 15 * time.Minute
 
 // Hold is a reservation to record: qty units of a product for the request
-// identified by IdempotencyKey, written under Token, held for TTL.
+// identified by IdempotencyKey, held for TTL.
 type Hold struct {
 	ProductID      int64
 	Quantity       int
 	IdempotencyKey string
-	Token          int64
 	// TTL is how long the reservation holds its units; 0 means
 	// DefaultHoldTTL.
 	TTL time.Duration
 }
 
-// Reserve records a hold in one transaction: the key's reservation, if one
-// exists, is returned as it is now with created = false and nothing written
-// (ErrIdempotencyMismatch for another product or quantity); otherwise the
-// reservation is inserted, take moves the units (if it fails nothing is
-// recorded) and inventory.reserved grows. Concurrent calls with one key make
-// one reservation. An unknown product gives ErrNotFound; a quantity below 1
-// or a blank key or one over MaxIdempotencyKeyLen, ErrInvalidArgument. A
-// failed commit leaves the outcome unknown
-// (docs/api.md#database-queries-and-what-they-cost).
-func (s *Store) Reserve(ctx context.Context, h Hold, take func(context.Context) error) (Reservation, bool, error) {
-	productID, qty, idempotencyKey := h.ProductID, h.Quantity, h.IdempotencyKey
-	switch {
-	case qty < 1 || qty > math.MaxInt32:
-		return Reservation{}, false, fmt.Errorf("catalog: %s: %w: quantity %d", QueryReserve, ErrInvalidArgument, qty)
-	case strings.TrimSpace(idempotencyKey) == "":
-		return Reservation{}, false, fmt.Errorf("catalog: %s: %w: blank idempotency key", QueryReserve, ErrInvalidArgument)
-	case utf8.RuneCountInString(idempotencyKey) > MaxIdempotencyKeyLen || !utf8.ValidString(idempotencyKey):
-		return Reservation{}, false, fmt.Errorf("catalog: %s: %w: idempotency key longer than %d characters or not UTF-8",
-			QueryReserve, ErrInvalidArgument, MaxIdempotencyKeyLen)
+// check validates a hold's quantity and key.
+func (h Hold) check() error {
+	switch k := h.IdempotencyKey; {
+	case h.Quantity < 1 || h.Quantity > math.MaxInt32:
+		return fmt.Errorf("%w: quantity %d", ErrInvalidArgument, h.Quantity)
+	case strings.TrimSpace(k) == "":
+		return fmt.Errorf("%w: blank idempotency key", ErrInvalidArgument)
+	case utf8.RuneCountInString(k) > MaxIdempotencyKeyLen || !utf8.ValidString(k):
+		return fmt.Errorf("%w: idempotency key longer than %d characters or not UTF-8", ErrInvalidArgument, MaxIdempotencyKeyLen)
 	}
-	var (
-		res     Reservation
-		created bool
-	)
-	err := s.run(ctx, QueryReserve, func() error {
-		var err error
-		res, created, err = s.reserve(ctx, h, take)
-		if isUniqueViolation(err, idempotencyKeyConstraint) {
-			// A concurrent request with the same key (for another product,
-			// whose inventory lock did not serialise us) committed first.
-			created = false
-			var found bool
-			res, found, err = reservationByKey(ctx, s.db, idempotencyKey)
-			switch {
-			case err != nil:
-				return err
-			case !found:
-				return errors.New("idempotency key conflict, but no reservation has the key")
+	return nil
+}
+
+// Intend records the intent of a hold, the saga's first step: a pending
+// reservation under the key, which holds nothing until Activate
+// (docs/api.md#the-saga). If the key has a reservation already, it is
+// returned as it is with created = false and nothing written
+// (ErrIdempotencyMismatch when it is for another product or quantity). An
+// unknown product gives ErrNotFound; a quantity below 1, a blank key or one
+// over MaxIdempotencyKeyLen, ErrInvalidArgument. It is one statement: after
+// an error, looking the key up (Replay) tells whether it ran.
+func (s *Store) Intend(ctx context.Context, h Hold) (res Reservation, created bool, err error) {
+	if err := h.check(); err != nil {
+		return Reservation{}, false, fmt.Errorf("catalog: %s: %w", QueryReserve, err)
+	}
+	ttl := h.TTL
+	if ttl == 0 {
+		ttl = DefaultHoldTTL
+	}
+	err = s.run(ctx, QueryReserve, func() error {
+		// A pending row may be removed between the insert and the select
+		// (Abandon); the second round then inserts.
+		for range 2 {
+			res, err = scanReservation(s.db.QueryRow(ctx, sqlIntend, h.ProductID, h.Quantity, h.IdempotencyKey, ttl.Milliseconds()))
+			if err == nil {
+				created = true
+				return nil
 			}
-			return replay(res, productID, qty)
+			if isForeignKeyViolation(err) {
+				return fmt.Errorf("product %d: %w", h.ProductID, ErrNotFound)
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			var found bool
+			if res, found, err = reservationByKey(ctx, s.db, h.IdempotencyKey); err != nil || found {
+				if err == nil {
+					err = replay(res, h.ProductID, h.Quantity)
+				}
+				return err
+			}
 		}
+		return errors.New("the idempotency key's reservation came and went twice")
+	})
+	return res, created, err
+}
+
+// Activate makes a pending reservation active once the warehouse has
+// given its units, written under token: it counts them in
+// inventory.reserved in the same transaction. A reservation that is no
+// longer pending is returned as it is, with activated = false; one that is
+// gone (a stocktake voided it) gives ErrNotFound.
+func (s *Store) Activate(ctx context.Context, id, token int64) (res Reservation, activated bool, err error) {
+	err = s.run(ctx, QueryActivate, func() error {
+		return s.inTx(ctx, func(tx pgx.Tx) error {
+			res, err = scanReservation(tx.QueryRow(ctx, sqlActivate, id, token))
+			if errors.Is(err, pgx.ErrNoRows) {
+				res, err = scanReservation(tx.QueryRow(ctx, sqlReservation, id))
+				if errors.Is(err, pgx.ErrNoRows) {
+					return fmt.Errorf("reservation %d: %w", id, ErrNotFound)
+				}
+				return err
+			}
+			if err != nil {
+				return err
+			}
+			activated = true
+			_, err = tx.Exec(ctx, sqlAddReserved, res.ProductID, res.Quantity)
+			return err
+		})
+	})
+	return res, activated && err == nil, err
+}
+
+// Abandon removes a pending reservation whose units were never taken, so
+// that its key is free again; any other reservation is left as it is. The
+// caller must know that no take of the key can still be applied.
+func (s *Store) Abandon(ctx context.Context, id int64) error {
+	return s.run(ctx, QueryAbandon, func() error {
+		_, err := s.db.Exec(ctx, `DELETE FROM reservations WHERE id = $1 AND status = 'pending'`, id)
 		return err
 	})
-	if err != nil {
-		return Reservation{}, false, err
-	}
-	return res, created, nil
 }
 
 // Replay returns the reservation that idempotencyKey already made, found =
 // true, or found = false when the key is new. A reservation under the key for
-// another product or quantity gives ErrIdempotencyMismatch. It takes no lock:
-// a finished reservation is answered without its product's lock.
+// another product or quantity gives ErrIdempotencyMismatch.
 func (s *Store) Replay(ctx context.Context, productID int64, qty int, idempotencyKey string) (res Reservation, found bool, err error) {
 	err = s.run(ctx, QueryReplay, func() error {
 		var err error
@@ -91,41 +133,6 @@ func (s *Store) Replay(ctx context.Context, productID int64, qty int, idempotenc
 		return err
 	})
 	return res, found, err
-}
-
-func (s *Store) reserve(ctx context.Context, h Hold, take func(context.Context) error) (Reservation, bool, error) {
-	productID, qty, key := h.ProductID, h.Quantity, h.IdempotencyKey
-	tx, err := s.db.Begin(ctx)
-	if err != nil {
-		return Reservation{}, false, err
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-
-	if res, found, err := reservationByKey(ctx, tx, key); err != nil || found {
-		if err == nil {
-			err = replay(res, productID, qty)
-		}
-		return res, false, err
-	}
-	// A concurrent request with the same key waits on the key's index entry
-	// until this transaction ends; Reserve then answers it as a replay.
-	res, err := scanReservation(tx.QueryRow(ctx, sqlInsertReservation, productID, qty, h.Token, key, cmp.Or(h.TTL, DefaultHoldTTL).Milliseconds()))
-	if isForeignKeyViolation(err) {
-		return Reservation{}, false, fmt.Errorf("product %d: %w", productID, ErrNotFound)
-	}
-	if err != nil {
-		return Reservation{}, false, err
-	}
-	if err := take(ctx); err != nil {
-		return Reservation{}, false, err
-	}
-	if _, err := tx.Exec(ctx, sqlAddReserved, productID, qty); err != nil {
-		return Reservation{}, false, err
-	}
-	if err := s.commit(ctx, tx); err != nil {
-		return Reservation{}, false, err
-	}
-	return res, true, nil
 }
 
 // replay checks that an existing reservation answers a request for qty
@@ -138,72 +145,64 @@ func replay(res Reservation, productID int64, qty int) error {
 	return nil
 }
 
-// CancelReservation cancels an active reservation in one transaction that
-// locks it: give returns its units to the warehouse (if it fails nothing
-// changes), then they leave inventory.reserved and the status becomes
-// cancelled with fence_token = token. An ended reservation is returned
-// unchanged without calling give; an unknown id gives ErrNotFound.
-func (s *Store) CancelReservation(ctx context.Context, id int64, token int64, give func(context.Context, Reservation) error) (Reservation, error) {
-	r, _, err := s.end(ctx, QueryCancel, id, token, StatusCancelled, give)
-	return r, err
+// CancelReservation ends an active hold as cancelled, in one catalog
+// transaction that locks it: its units leave inventory.reserved and its
+// give becomes due (GiveDue), to be applied by the warehouse afterwards
+// (docs/api.md#the-saga). Any other reservation is returned unchanged,
+// ended = false; a pending one, like an unknown id, gives ErrNotFound.
+func (s *Store) CancelReservation(ctx context.Context, id int64) (r Reservation, ended bool, err error) {
+	return s.end(ctx, QueryCancel, id, StatusCancelled)
 }
 
 // ExpireReservation ends an active hold past its expiry as
-// CancelReservation does, with status expired; ended says whether this call
-// ended it. Any other reservation is returned unchanged without calling
-// give, so of two sweepers the second changes nothing
-// (docs/api.md#reservations).
-func (s *Store) ExpireReservation(ctx context.Context, id int64, token int64, give func(context.Context, Reservation) error) (r Reservation, ended bool, err error) {
-	return s.end(ctx, QueryExpire, id, token, StatusExpired, give)
+// CancelReservation does, with status expired. Any other reservation is
+// returned unchanged, so of two sweepers the second changes nothing.
+func (s *Store) ExpireReservation(ctx context.Context, id int64) (r Reservation, ended bool, err error) {
+	return s.end(ctx, QueryExpire, id, StatusExpired)
 }
 
-func (s *Store) end(ctx context.Context, q string, id, token int64, status string, give func(context.Context, Reservation) error) (Reservation, bool, error) {
-	var (
-		res   Reservation
-		ended bool
-	)
-	err := s.run(ctx, q, func() error {
-		tx, err := s.db.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-
-		var due bool
-		res, err = scanReservation(tx.QueryRow(ctx, "SELECT "+reservationColumns+", expires_at <= now() FROM reservations WHERE id = $1 FOR UPDATE", id), &due)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("reservation %d: %w", id, ErrNotFound)
-		case err != nil:
-			return err
-		case res.Status != StatusActive, status == StatusExpired && !due:
+func (s *Store) end(ctx context.Context, q string, id int64, status string) (res Reservation, ended bool, err error) {
+	err = s.run(ctx, q, func() error {
+		return s.inTx(ctx, func(tx pgx.Tx) error {
+			var due bool
+			res, err = scanReservation(tx.QueryRow(ctx, "SELECT "+reservationColumns+", expires_at <= now() FROM reservations WHERE id = $1 FOR UPDATE", id), &due)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows), err == nil && res.Status == StatusPending:
+				return fmt.Errorf("reservation %d: %w", id, ErrNotFound)
+			case err != nil:
+				return err
+			case res.Status != StatusActive, status == StatusExpired && !due:
+				return nil
+			}
+			if _, err := tx.Exec(ctx, sqlReturnStock, res.ProductID, res.Quantity); err != nil {
+				return err
+			}
+			if res, err = scanReservation(tx.QueryRow(ctx, sqlEndReservation, id, status)); err != nil {
+				return err
+			}
+			ended = true
 			return nil
-		}
-		if err := give(ctx, res); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, sqlReturnStock, res.ProductID, res.Quantity); err != nil {
-			return err
-		}
-		if res, err = scanReservation(tx.QueryRow(ctx, sqlEndReservation, id, token, status)); err != nil {
-			return err
-		}
-		ended = true
-		return s.commit(ctx, tx)
+		})
 	})
-	if err != nil {
-		return Reservation{}, false, err
-	}
-	return res, ended, nil
+	return res, ended && err == nil, err
 }
 
-// Reservation returns the reservation with the given id, or ErrNotFound.
+// Settle records that the warehouse applied the give of ended hold id.
+func (s *Store) Settle(ctx context.Context, id int64) error {
+	return s.run(ctx, QuerySettle, func() error {
+		_, err := s.db.Exec(ctx, `UPDATE reservations SET give_due = false WHERE id = $1`, id)
+		return err
+	})
+}
+
+// Reservation returns the reservation with the given id, or ErrNotFound; a
+// pending one is not a reservation yet and gives ErrNotFound too.
 func (s *Store) Reservation(ctx context.Context, id int64) (Reservation, error) {
 	var res Reservation
 	err := s.run(ctx, QueryReservation, func() error {
 		var err error
 		res, err = scanReservation(s.db.QueryRow(ctx, sqlReservation, id))
-		if errors.Is(err, pgx.ErrNoRows) {
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && res.Status == StatusPending) {
 			return fmt.Errorf("reservation %d: %w", id, ErrNotFound)
 		}
 		return err
@@ -214,9 +213,25 @@ func (s *Store) Reservation(ctx context.Context, id int64) (Reservation, error) 
 // ExpiredReservations returns up to limit active holds past their expiry,
 // the oldest first.
 func (s *Store) ExpiredReservations(ctx context.Context, limit int) ([]Reservation, error) {
+	return s.list(ctx, QuerySweep, sqlExpiredReservations, limit)
+}
+
+// GivesDue returns up to limit ended holds whose give is due, the oldest
+// first: what the reconciler finishes.
+func (s *Store) GivesDue(ctx context.Context, limit int) ([]Reservation, error) {
+	return s.list(ctx, QueryReconcile, sqlGivesDue, limit)
+}
+
+// StalePending returns up to limit pending reservations older than age,
+// the oldest first: intents whose request ended without finishing them.
+func (s *Store) StalePending(ctx context.Context, age time.Duration, limit int) ([]Reservation, error) {
+	return s.list(ctx, QueryReconcile, sqlStalePending, limit, age.Milliseconds())
+}
+
+func (s *Store) list(ctx context.Context, q, sql string, args ...any) ([]Reservation, error) {
 	var out []Reservation
-	err := s.run(ctx, QuerySweep, func() error {
-		rows, err := s.db.Query(ctx, sqlExpiredReservations, limit)
+	err := s.run(ctx, q, func() error {
+		rows, err := s.db.Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}
@@ -224,6 +239,19 @@ func (s *Store) ExpiredReservations(ctx context.Context, limit int) ([]Reservati
 		return err
 	})
 	return out, err
+}
+
+// inTx runs f in a transaction and commits it (Store.commit).
+func (s *Store) inTx(ctx context.Context, f func(pgx.Tx) error) error {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	if err := f(tx); err != nil {
+		return err
+	}
+	return s.commit(ctx, tx)
 }
 
 // querier is what reservationByKey needs: a pool or a transaction.
@@ -246,7 +274,7 @@ func reservationByKey(ctx context.Context, q querier, key string) (Reservation, 
 // extra.
 func scanReservation(row pgx.Row, extra ...any) (Reservation, error) {
 	var r Reservation
-	dest := append([]any{&r.ID, &r.ProductID, &r.Quantity, &r.Status, &r.FenceToken, &r.IdempotencyKey, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt}, extra...)
+	dest := append([]any{&r.ID, &r.ProductID, &r.Quantity, &r.Status, &r.FenceToken, &r.IdempotencyKey, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &r.GiveDue}, extra...)
 	err := row.Scan(dest...)
 	return r, err
 }

@@ -59,19 +59,34 @@ func seededReservingStore(t *testing.T, obs catalog.Observer) (*reservingStore, 
 	return &reservingStore{Store: s, w: catalog.NewWarehouse(wdb, obs)}, db
 }
 
+// Reserve runs a reservation's saga on the store and the warehouse as the
+// Service does, under token: the intent, the fenced take (a refused one
+// removes the intent), the activation; created is the activation's.
 func (s *reservingStore) Reserve(ctx context.Context, productID int64, qty int, key string, token int64) (catalog.Reservation, bool, error) {
-	h := catalog.Hold{ProductID: productID, Quantity: qty, IdempotencyKey: key, Token: token}
-	return s.Store.Reserve(ctx, h, func(ctx context.Context) error {
-		m := catalog.Move{Key: catalog.TakeKey(key), ProductID: productID, Units: qty}
-		return s.w.Take(ctx, m, catalog.Fence{Token: token, Checked: true}, nil)
-	})
+	r, created, err := s.Store.Intend(ctx, catalog.Hold{ProductID: productID, Quantity: qty, IdempotencyKey: key})
+	if err != nil || (!created && r.Status != catalog.StatusPending) {
+		return r, false, err
+	}
+	m := catalog.Move{Key: catalog.TakeKey(key), ProductID: productID, Units: qty}
+	if err := s.w.Take(ctx, m, catalog.Fence{Token: token, Checked: true}, nil); err != nil {
+		return catalog.Reservation{}, false, errors.Join(err, s.Store.Abandon(ctx, r.ID))
+	}
+	return s.Store.Activate(ctx, r.ID, token)
 }
 
+// CancelReservation runs a cancel's saga as the Service does, under token:
+// the end in the catalog, then the fenced give and its record. A give that
+// fails leaves it due and returns its error with the ended reservation.
 func (s *reservingStore) CancelReservation(ctx context.Context, id, token int64) (catalog.Reservation, error) {
-	return s.Store.CancelReservation(ctx, id, token, func(ctx context.Context, r catalog.Reservation) error {
-		m := catalog.Move{Key: catalog.GiveKey(r.ID), ProductID: r.ProductID, Units: r.Quantity}
-		return s.w.Give(ctx, m, catalog.Fence{Token: token, Checked: true})
-	})
+	r, _, err := s.Store.CancelReservation(ctx, id)
+	if err != nil || !r.GiveDue {
+		return r, err
+	}
+	m := catalog.Move{Key: catalog.GiveKey(r.ID), ProductID: r.ProductID, Units: r.Quantity}
+	if err := s.w.Give(ctx, m, catalog.Fence{Token: token, Checked: true}); err != nil {
+		return r, err
+	}
+	return r, s.Store.Settle(ctx, r.ID)
 }
 
 func mustExec(t *testing.T, db *pgxpool.Pool, sql string, args ...any) {
@@ -868,7 +883,7 @@ func TestCancelReservation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ID != r.ID || got.Status != catalog.StatusCancelled || got.FenceToken != 4 || got.Quantity != 4 ||
+	if got.ID != r.ID || got.Status != catalog.StatusCancelled || got.FenceToken != 3 || got.Quantity != 4 ||
 		!got.CreatedAt.Equal(r.CreatedAt) || !got.UpdatedAt.After(r.UpdatedAt) {
 		t.Errorf("cancelled = %+v, reserved = %+v", got, r)
 	}
@@ -879,11 +894,11 @@ func TestCancelReservation(t *testing.T) {
 	// Idempotent: the second cancel changes nothing, whatever its token.
 	for _, token := range []int64{4, 5, 1} {
 		again, err := s.CancelReservation(ctx, r.ID, token)
-		if err != nil || again.Status != catalog.StatusCancelled || !again.UpdatedAt.Equal(got.UpdatedAt) || again.FenceToken != 4 {
+		if err != nil || again.Status != catalog.StatusCancelled || !again.UpdatedAt.Equal(got.UpdatedAt) || again.GiveDue {
 			t.Errorf("cancel again with token %d: %+v, %v", token, again, err)
 		}
 	}
-	if inv := inventoryOf(t, s.Store, 1); inv.Reserved != 0 || inv.FenceToken != 4 {
+	if inv := inventoryOf(t, s.Store, 1); inv.Reserved != 0 || inv.Available != 10 || inv.FenceToken != 4 {
 		t.Errorf("inventory after repeated cancels = %+v", inv)
 	}
 	// A replay of the original request returns the cancelled reservation.
@@ -891,20 +906,29 @@ func TestCancelReservation(t *testing.T) {
 		t.Errorf("replay after cancel: %+v, %v, %v", replayed, created, err)
 	}
 
+	// A give with a stale token is refused: the hold has ended all the same
+	// (the catalog commits first), its units stay out of the warehouse and
+	// their give stays due until a holder with a newer token applies it.
 	t.Run("StaleToken", func(t *testing.T) {
 		r2, _, err := s.Reserve(ctx, 1, 2, "stale-cancel", 10)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.CancelReservation(ctx, r2.ID, 9); !errors.Is(err, pgfence.ErrStaleToken) {
-			t.Fatalf("cancel with an older token: %v, want pgfence.ErrStaleToken", err)
+		ended, err := s.CancelReservation(ctx, r2.ID, 9)
+		if !errors.Is(err, pgfence.ErrStaleToken) || ended.Status != catalog.StatusCancelled || !ended.GiveDue {
+			t.Fatalf("cancel with an older token: %+v, %v; want cancelled, give due, pgfence.ErrStaleToken", ended, err)
 		}
-		var status string
-		if err := db.QueryRow(ctx, "SELECT status FROM reservations WHERE id = $1", r2.ID).Scan(&status); err != nil || status != catalog.StatusActive {
-			t.Errorf("status after a stale cancel = %q, %v", status, err)
+		if inv := inventoryOf(t, s.Store, 1); inv.Reserved != 0 || inv.Available != 8 {
+			t.Errorf("inventory after a stale give = %+v, want none reserved and the 2 units out", inv)
 		}
-		if inv := inventoryOf(t, s.Store, 1); inv.Reserved != 2 {
-			t.Errorf("inventory after stale cancel = %+v", inv)
+		if _, err := s.CancelReservation(ctx, r2.ID, 11); err != nil {
+			t.Fatal(err)
+		}
+		if inv := inventoryOf(t, s.Store, 1); inv.Reserved != 0 || inv.Available != 10 {
+			t.Errorf("inventory after the give = %+v", inv)
+		}
+		if due, err := s.GivesDue(ctx, 10); err != nil || len(due) != 0 {
+			t.Errorf("gives due: %+v, %v", due, err)
 		}
 	})
 
@@ -912,25 +936,36 @@ func TestCancelReservation(t *testing.T) {
 		if _, err := s.CancelReservation(ctx, 999_999, 100); !errors.Is(err, catalog.ErrNotFound) {
 			t.Errorf("unknown reservation: %v, want ErrNotFound", err)
 		}
-	})
-
-	t.Run("Concurrent", func(t *testing.T) {
-		r3, _, err := s.Reserve(ctx, 1, 3, "cancel-race", 10)
+		// An intent is not a reservation yet.
+		p, _, err := s.Intend(ctx, catalog.Hold{ProductID: 1, Quantity: 1, IdempotencyKey: "intent-only"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := inventoryOf(t, s.Store, 1).Reserved
+		if _, err := s.CancelReservation(ctx, p.ID, 100); !errors.Is(err, catalog.ErrNotFound) {
+			t.Errorf("cancel of an intent: %v, want ErrNotFound", err)
+		}
+		if _, err := s.Reservation(ctx, p.ID); !errors.Is(err, catalog.ErrNotFound) {
+			t.Errorf("read of an intent: %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("Concurrent", func(t *testing.T) {
+		r3, _, err := s.Reserve(ctx, 1, 3, "cancel-race", 12)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := inventoryOf(t, s.Store, 1)
 		var wg sync.WaitGroup
 		for range 10 {
 			wg.Go(func() {
-				if _, err := s.CancelReservation(ctx, r3.ID, 10); err != nil {
+				if _, err := s.CancelReservation(ctx, r3.ID, 12); err != nil {
 					t.Error(err)
 				}
 			})
 		}
 		wg.Wait()
-		if inv := inventoryOf(t, s.Store, 1); inv.Reserved != before-3 {
-			t.Errorf("reserved %d after 10 concurrent cancels of 3, was %d", inv.Reserved, before)
+		if inv := inventoryOf(t, s.Store, 1); inv.Reserved != before.Reserved-3 || inv.Available != before.Available+3 {
+			t.Errorf("after 10 concurrent cancels of 3: %+v, was %+v", inv, before)
 		}
 	})
 }
@@ -974,12 +1009,24 @@ func TestStoreObserverAndDelay(t *testing.T) {
 			return err
 		},
 		func() error { _, err := s.ExpiredReservations(ctx, 10); return err },
-		func() error { // a hold not due: nothing to expire, one expire query all the same
-			r, _, err := s.Store.Reserve(ctx, catalog.Hold{ProductID: 1, Quantity: 1, IdempotencyKey: "not-due", Token: 2}, func(context.Context) error { return nil })
+		func() error { _, err := s.GivesDue(ctx, 10); return err },
+		func() error { _, err := s.StalePending(ctx, time.Minute, 10); return err },
+		func() error { // an intent given up
+			r, _, err := s.Intend(ctx, catalog.Hold{ProductID: 1, Quantity: 1, IdempotencyKey: "given-up"})
 			if err != nil {
 				return err
 			}
-			_, ended, err := s.ExpireReservation(ctx, r.ID, 2, nil)
+			return s.Abandon(ctx, r.ID)
+		},
+		func() error { // a hold not due: nothing to expire, one expire query all the same
+			r, _, err := s.Intend(ctx, catalog.Hold{ProductID: 1, Quantity: 1, IdempotencyKey: "not-due"})
+			if err == nil {
+				_, _, err = s.Activate(ctx, r.ID, 2)
+			}
+			if err != nil {
+				return err
+			}
+			_, ended, err := s.ExpireReservation(ctx, r.ID)
 			if ended {
 				err = errors.Join(err, errors.New("a hold not due was expired"))
 			}
@@ -1001,8 +1048,10 @@ func TestStoreObserverAndDelay(t *testing.T) {
 		switch q {
 		case catalog.QueryProduct, catalog.QueryWarehouseRead, catalog.QueryWarehouseWrite: // reserve and cancel each read and write
 			want = 2
-		case catalog.QueryReserve: // the hold not due was reserved directly
+		case catalog.QueryActivate, catalog.QueryReconcile: // the hold not due was made active directly; two scans
 			want = 2
+		case catalog.QueryReserve: // and an intent given up
+			want = 3
 		}
 		if seen[q] != want {
 			t.Errorf("observer saw %q %d times, want %d", q, seen[q], want)
@@ -1056,7 +1105,7 @@ func TestStoreObserverAndDelay(t *testing.T) {
 	if err := s.Ping(ctx); err != nil {
 		t.Error(err)
 	}
-	if len(catalog.QueryNames()) != 15 {
+	if len(catalog.QueryNames()) != 19 {
 		t.Errorf("QueryNames = %v", catalog.QueryNames())
 	}
 }

@@ -93,6 +93,19 @@ func (w *Warehouse) Give(ctx context.Context, m Move, f Fence) error {
 	return w.write(ctx, m, free+m.Units, f)
 }
 
+// Applied reports whether move m was applied. With a checked fence it is
+// an access by the token, like Take's read: once it returned, an access by
+// an older token is refused, so a take it did not find can no longer land
+// by an older holder (what lets the reconciler abandon an intent).
+func (w *Warehouse) Applied(ctx context.Context, m Move, f Fence) (bool, error) {
+	_, applied, err := w.read(ctx, m, f)
+	return applied, err
+}
+
+// errNotSent marks a warehouse call that was not sent because its context
+// had ended: nothing of it can have been applied.
+var errNotSent = errors.New("catalog: the warehouse call was not sent")
+
 // read returns the free units of the move's product and whether the move
 // was applied already; a move applied with other units or to another
 // product gives ErrIdempotencyMismatch.
@@ -142,6 +155,9 @@ func warehouseRow(productID int64) pgfence.Row {
 // run runs f in a transaction of its own, after claiming the product's row
 // for a checked fence.
 func (w *Warehouse) run(ctx context.Context, q string, productID int64, f Fence, fn func(pgx.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("catalog: %s: %w: %w", q, errNotSent, context.Cause(ctx))
+	}
 	start := time.Now()
 	err := pgx.BeginFunc(ctx, w.db, func(tx pgx.Tx) error {
 		if f.Checked {
