@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/stampede-lab/stampede/internal/catalog"
 	"github.com/stampede-lab/stampede/internal/torture"
 )
 
@@ -29,7 +28,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		duration = fs.Duration("duration", 2*time.Minute, "how long to run, shared by the workloads")
 		workload = fs.String("workload", "all", "lock, cache, reserve or all")
 		out      = fs.String("out", "torture-out", "directory for summary.json and, on a failure, the linearizability visualisation")
-		unsafe   = fs.Bool("unsafe", false, "check the checker: the lock workload without fencing at the register, the cache workload through a naive unguarded cache, the reserve workload in unsafe reservation mode; anomalies are expected")
+		unsafe   = fs.Bool("unsafe", false, "check the checker: the lock workload without fencing at the register, the cache workload through a naive unguarded cache, the reserve workload with the order of effects before the saga (-give-first); anomalies are expected")
+		apiBin   = fs.String("api-bin", "", "the cmd/api binary the reserve workload attacks; empty builds it from this module")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -44,10 +44,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		name string
 		run  func(context.Context, time.Duration) (*torture.Result, error)
 	}
-	mode := catalog.ModeFenced
-	if *unsafe {
-		mode = catalog.ModeUnsafe
-	}
 	lock := func(nodes int) step {
 		return step{fmt.Sprintf("lock, %d node(s)", nodes), func(ctx context.Context, d time.Duration) (*torture.Result, error) {
 			return torture.RunLock(ctx, torture.LockConfig{Seed: *seed, Duration: d, Nodes: nodes, Unsafe: *unsafe})
@@ -57,7 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return torture.RunCache(ctx, torture.CacheConfig{Seed: *seed, Duration: d, Unsafe: *unsafe})
 	}}
 	reserve := step{"reserve", func(ctx context.Context, d time.Duration) (*torture.Result, error) {
-		return torture.RunReserve(ctx, torture.ReserveConfig{Seed: *seed, Duration: d, Mode: mode, OutDir: *out})
+		return torture.RunReserve(ctx, torture.ReserveConfig{Seed: *seed, Duration: d, GiveFirst: *unsafe, OutDir: *out, APIBinary: *apiBin})
 	}}
 	var steps []step
 	switch *workload {

@@ -88,7 +88,7 @@ func (s *Service) reserve(ctx context.Context, req ReserveRequest) (Reservation,
 	case err != nil && definite(err):
 		return Reservation{}, false, err
 	case err != nil:
-		return s.settleReserve(ctx, req, 0, err)
+		return s.settleReserve(ctx, req, 0, false, err)
 	case !created && r.Status != StatusPending:
 		return r, false, nil // a replay
 	}
@@ -106,7 +106,7 @@ func (s *Service) reserve(ctx context.Context, req ReserveRequest) (Reservation,
 	defer cancel()
 	r, activated, err := s.store.Activate(fctx, r.ID, g.fence.Token)
 	if err != nil {
-		return s.settleReserve(ctx, req, g.fence.Token, err)
+		return s.settleReserve(ctx, req, g.fence.Token, true, err)
 	}
 	return r, activated, nil // not activated: a request with the same key, or a stocktake, made it active first
 }
@@ -133,7 +133,7 @@ func (s *Service) take(ctx context.Context, g *guard, req ReserveRequest) error 
 // removes the intent and says why; anything else is settled by a look-up.
 func (s *Service) afterTake(ctx context.Context, g *guard, req ReserveRequest, r Reservation, err error) (Reservation, bool, error) {
 	if !definite(err) {
-		return s.settleReserve(ctx, req, g.fence.Token, err)
+		return s.settleReserve(ctx, req, g.fence.Token, true, err)
 	}
 	s.abandon(ctx, r)
 	switch {
@@ -169,19 +169,22 @@ func definite(err error) bool {
 
 // settleReserve learns what a reservation whose last step failed with
 // cause did, on a context of its own (the request's may be what ended): a
-// hold under the key is the answer, created; an intent whose take the
-// warehouse applied is made active first (under token). Otherwise the
-// outcome stays unknown.
-func (s *Service) settleReserve(ctx context.Context, req ReserveRequest, token int64, cause error) (Reservation, bool, error) {
+// hold under the key is the answer; an intent whose take the warehouse
+// applied is made active first (under token). It is answered as created
+// when this request recorded or carried on the intent (ours) or made it
+// active here, as a replay otherwise. When no hold is found the outcome
+// stays unknown.
+func (s *Service) settleReserve(ctx context.Context, req ReserveRequest, token int64, ours bool, cause error) (Reservation, bool, error) {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	r, found, err := s.store.Replay(lctx, req.ProductID, req.Quantity, req.IdempotencyKey)
 	if err == nil && found && r.Status == StatusPending {
 		r, err = s.activateIfTaken(lctx, r, token)
+		ours = true
 	}
 	switch {
 	case err == nil && found && r.Status != StatusPending:
-		return r, true, nil
+		return r, ours, nil
 	case err != nil && !errors.Is(err, ErrNotFound):
 		cause = fmt.Errorf("%w (look-up: %w)", cause, err)
 	}

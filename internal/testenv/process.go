@@ -235,3 +235,8 @@ func freePort(clusterBus bool) (int, error) {
 	}
 	return 0, errors.New("find a free port: none found")
 }
+
+// ChildProcAttr returns the process attributes testenv starts its servers
+// with, for other processes a test or a checker starts: on Linux the kernel
+// kills the child when its parent dies, so no orphan outlives a crashed run.
+func ChildProcAttr() *syscall.SysProcAttr { return childAttr() }

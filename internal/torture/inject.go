@@ -29,12 +29,68 @@ type injector struct {
 	onClientPause func(on bool)
 	// onClockSkew, if set, is told when a clock_skew fault starts and stops.
 	onClockSkew func(on bool)
+	// apis are the reserve workload's API processes, nodes apiNode and up:
+	// pause stops one (SIGSTOP), restart kills it (SIGKILL) and starts it
+	// again at the end.
+	apis    []*apiProcess
+	apiNode int
+	// latency overrides the latency toxic's attributes by node (the
+	// database's is slower than a Redis's).
+	latency map[int]string
+	// terminate, for terminate faults, ends every database session of the
+	// run; it runs every 300 ms while the fault lasts.
+	terminate   func(context.Context) error
+	terminating map[int]context.CancelFunc
+}
+
+// api returns the API process that is node n, nil if n is not one.
+func (in *injector) api(n int) *apiProcess {
+	if i := n - in.apiNode; in.apis != nil && i >= 0 && i < len(in.apis) {
+		return in.apis[i]
+	}
+	return nil
+}
+
+// beginTerminating runs in.terminate now and every 300 ms until the fault
+// on node n ends.
+func (in *injector) beginTerminating(n int) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	if in.terminating == nil {
+		in.terminating = map[int]context.CancelFunc{}
+	}
+	in.terminating[n] = cancel
+	err := in.terminate(ctx)
+	go func() {
+		t := time.NewTicker(300 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				_ = in.terminate(ctx)
+			}
+		}
+	}()
+	return err
 }
 
 func (in *injector) begin(f Fault) error {
+	if a := in.api(f.Node); a != nil {
+		if f.Kind == FaultRestart {
+			return a.kill()
+		}
+		return a.pause()
+	}
 	switch f.Kind {
 	case FaultLatency:
-		return in.px.toxic(f.Node, "latency", "latency", "downstream", `{"latency": 150, "jitter": 50}`)
+		attrs, ok := in.latency[f.Node]
+		if !ok {
+			attrs = `{"latency": 150, "jitter": 50}`
+		}
+		return in.px.toxic(f.Node, "latency", "latency", "downstream", attrs)
+	case FaultTerminate:
+		return in.beginTerminating(f.Node)
 	case FaultTimeout:
 		return in.px.toxic(f.Node, "timeout", "timeout", "upstream", `{"timeout": 0}`)
 	case FaultResetPeer:
@@ -60,7 +116,15 @@ func (in *injector) begin(f Fault) error {
 }
 
 func (in *injector) end(f Fault) error {
+	if a := in.api(f.Node); a != nil {
+		if f.Kind == FaultRestart {
+			return a.restart(context.Background())
+		}
+		return a.resume()
+	}
 	switch f.Kind {
+	case FaultTerminate:
+		in.terminating[f.Node]()
 	case FaultPause:
 		return in.env.Setup(in.nodes[f.Node].Resume)
 	case FaultRestart:

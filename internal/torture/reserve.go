@@ -1,41 +1,47 @@
 package torture
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-lab/stampede/internal/catalog"
-	"github.com/stampede-lab/stampede/internal/lockx"
 	"github.com/stampede-lab/stampede/internal/testenv"
 )
 
-// ReserveConfig is a run of the reserve workload: two API instances on one
-// database, three lock servers and a cache server, all behind fault proxies.
+// ReserveConfig is a run of the reserve workload: two API processes on one
+// database, three lock servers and a cache server, every server behind a
+// fault proxy.
 type ReserveConfig struct {
 	Seed     uint64
 	Duration time.Duration
 	// Mode is the instances' reservation mode; "" is fenced. In unsafe mode
-	// the checker must find the oversell.
+	// the checker must find units sold twice.
 	Mode catalog.Mode
+	// GiveFirst runs the instances with the order of effects before the
+	// saga (cmd/api -give-first): the checker must find units sold twice.
+	GiveFirst bool
 	// Products each start with Stock units; Clients send requests at once.
 	Products, Stock, Clients int
 	// OutDir receives porcupine's visualisation of a history that is not
-	// linearizable; "" writes none.
+	// linearizable, and the processes' logs; "" keeps neither.
 	OutDir string
 	// Faults, when not nil, replaces the schedule drawn from Seed.
 	Faults []Fault
+	// APIBinary is the cmd/api binary to attack; "" builds it from this
+	// module (the go command must be on PATH).
+	APIBinary string
 }
 
 func (c *ReserveConfig) defaults() {
@@ -51,244 +57,228 @@ func (c *ReserveConfig) defaults() {
 }
 
 const (
-	reserveTTL   = time.Second
-	adminToken   = "torture"
-	reserveNodes = 4 // node 0 is the caches' Redis, 1..3 the lock's quorum
+	adminToken = "torture"
+	// Nodes of the reserve workload's faults: the servers behind proxies
+	// (0 the caches' Redis, 1..3 the lock's quorum, 4 Postgres), then the
+	// API processes.
+	reserveRedisNodes = 4
+	reservePostgres   = 4
+	reserveFirstAPI   = 5
+	reserveAPIs       = 2
+	// The instances' settings: holds expire during the run, the sweeper and
+	// the reconciler run often. cmd/api's lock TTL is 5 s.
+	reserveHoldTTL    = "4s"
+	reserveSweepEvery = "500ms"
+	reservePendingAge = "3s"
+	reserveLockTTL    = 5 * time.Second
 )
 
-// instance is one API process of the run.
-type instance struct {
-	srv    *httptest.Server
-	faults *catalog.Injector
+// reserveTargets are where the reserve workload's faults strike: the Redis
+// servers (any kind), Postgres (the network kinds, and terminated
+// sessions), the API processes (SIGSTOP, SIGKILL and a restart; pauses up
+// to past the lock's TTL) and the reservations' pause knob.
+func reserveTargets() []target {
+	return []target{
+		{kinds: []Kind{FaultLatency, FaultTimeout, FaultResetPeer, FaultSlowClose, FaultBandwidth, FaultPause, FaultRestart, FaultSnapshot},
+			nodes: []int{0, 1, 2, 3}, minFor: 300 * time.Millisecond, maxFor: 2 * time.Second},
+		{kinds: []Kind{FaultLatency, FaultTimeout, FaultResetPeer, FaultSlowClose, FaultBandwidth, FaultTerminate},
+			nodes: []int{reservePostgres}, minFor: 300 * time.Millisecond, maxFor: 3 * time.Second},
+		{kinds: []Kind{FaultPause, FaultRestart}, nodes: []int{reserveFirstAPI, reserveFirstAPI + 1},
+			minFor: 500 * time.Millisecond, maxFor: 8 * time.Second},
+		{kinds: []Kind{FaultClientPause}, nodes: []int{-1}, minFor: 300 * time.Millisecond, maxFor: 2 * time.Second},
+	}
 }
 
-// RunReserve runs the reserve workload and checks its history: each
-// product's free units must be linearizable (porcupine, with a model of the
-// stock register), nothing may be oversold, and a replayed key must return
-// its reservation.
+// RunReserve runs the reserve workload and checks it: every answer about a
+// hold must fit one history of it (porcupine, holdsModel); every ledger
+// sampled during the run must have each unit in exactly one place; at rest,
+// once the faults are over and the clients have settled what they did not
+// learn, every unit must be held or free; nothing may be oversold; replays
+// return their reservation; no answer is a 500.
 func RunReserve(ctx context.Context, cfg ReserveConfig) (*Result, error) {
 	cfg.defaults()
 	env := &Env{}
 	defer env.Close()
-	srv, err := startServers(ctx, env, func() []*testenv.RedisNode { return testenv.RedisNodes(env, reserveNodes) },
+	srv, apis, err := startReserve(ctx, env, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.close()
+	checker, err := checkerPool(ctx, srv.db)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSetup, err)
+	}
+	defer checker.Close()
+
+	faults := cfg.Faults
+	if faults == nil {
+		faults = newTargetSchedule(cfg.Seed, cfg.Duration, 5*time.Second, reserveTargets())
+	}
+	inj := srv.injector(env)
+	inj.apis, inj.apiNode = apis, reserveFirstAPI
+	inj.latency = map[int]string{reservePostgres: `{"latency": 1000, "jitter": 800}`}
+	inj.terminate = func(ctx context.Context) error { return terminateSessions(ctx, checker) }
+	inj.onClientPause = func(on bool) { pauseReservations(apis, on) }
+
+	products := make([]int64, cfg.Products)
+	for i := range products {
+		products[i] = int64(i + 1)
+	}
+	start := time.Now()
+	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
+	defer stop()
+	sampler := &ledgerSampler{db: checker, products: products, start: start}
+	sampling, stopSampling := context.WithCancel(ctx)
+	var sampled sync.WaitGroup
+	sampled.Go(func() { sampler.run(sampling) })
+
+	h := &reserveHistory{}
+	clients := make([]*reserveClient, cfg.Clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		clients[i] = &reserveClient{id: i, r: rand.New(rand.NewPCG(cfg.Seed, uint64(i))), cfg: cfg, apis: apis, h: h,
+			hc: &http.Client{Timeout: 15 * time.Second}}
+		wg.Go(func() { clients[i].run(runCtx) })
+	}
+	recs := inj.run(runCtx, start, faults)
+	wg.Wait()
+	for _, c := range clients {
+		wg.Go(c.settle)
+	}
+	wg.Wait()
+	stopSampling()
+	sampled.Wait()
+
+	res := &Result{Workload: "reserve", Seed: cfg.Seed, Duration: time.Since(start), Faults: recs, Ops: h.counts,
+		Checks: []string{checkHoldsName, checkLedgerName, checkRestName, checkOversoldName, checkReplayName, checkNo500Name}}
+	res.Ops["ledger_samples"] = sampler.samples
+	res.Anomalies = append(res.Anomalies, capAnomalies(h.anomalies)...)
+	res.Anomalies = append(res.Anomalies, capAnomalies(sampler.anomalies)...)
+	res.Anomalies = append(res.Anomalies, atRest(ctx, checker, products, time.Minute)...)
+	res.Anomalies = append(res.Anomalies, checkHolds(h.ops, cfg.OutDir)...)
+	return res, nil
+}
+
+// startReserve starts the servers, the proxies (Postgres's last), and the
+// API processes.
+func startReserve(ctx context.Context, env *Env, cfg ReserveConfig) (*servers, []*apiProcess, error) {
+	srv, err := startServers(ctx, env, func() []*testenv.RedisNode { return testenv.RedisNodes(env, reserveRedisNodes) },
 		`INSERT INTO categories (id, slug, name) VALUES (1, 'torture', 'Torture');
 		INSERT INTO products (id, category_id, sku, name, price_cents)
 			SELECT i, 1, 'T-' || i, 'Product ' || i, 100 FROM generate_series(1, `+strconv.Itoa(cfg.Products)+`) i;
 		INSERT INTO inventory (product_id, stock) SELECT id, `+strconv.Itoa(cfg.Stock)+` FROM products;`)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer srv.close()
-	db, px := srv.db, srv.px
-	var insts []*instance
-	for range 2 {
-		in, err := startInstance(ctx, db, px, cfg.Mode)
-		if err != nil {
+	dbURL, err := proxiedURL(srv)
+	if err != nil {
+		srv.close()
+		return nil, nil, fmt.Errorf("%w: %v", ErrSetup, err)
+	}
+	apis, err := startAPIs(ctx, env, cfg, srv, dbURL)
+	if err != nil {
+		srv.close()
+		return nil, nil, err
+	}
+	return srv, apis, nil
+}
+
+// proxiedURL puts a proxy in front of the run's database and returns the
+// connection string through it.
+func proxiedURL(srv *servers) (string, error) {
+	cc := srv.db.Config().ConnConfig
+	addr, err := srv.px.add("postgres", fmt.Sprintf("%s:%d", cc.Host, cc.Port))
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable", cc.User, cc.Password, addr, cc.Database), nil
+}
+
+// startAPIs starts the run's API processes on the proxied servers; the
+// env's cleanup kills them.
+func startAPIs(ctx context.Context, env *Env, cfg ReserveConfig, srv *servers, dbURL string) ([]*apiProcess, error) {
+	dir := env.TempDir()
+	bin := cfg.APIBinary
+	if bin == "" {
+		var err error
+		if bin, err = buildAPI(ctx, dir); err != nil {
+			return nil, err
+		}
+	}
+	var locks []string
+	for _, px := range srv.px.list[1:reserveRedisNodes] {
+		locks = append(locks, "redis://"+px.Listen)
+	}
+	mode := cfg.Mode
+	if mode == "" {
+		mode = catalog.ModeFenced
+	}
+	environ := []string{"DATABASE_URL=" + dbURL, "REDIS_URL=redis://" + srv.px.list[0].Listen, "LOCK_REDIS_URLS=" + strings.Join(locks, ","),
+		"ADMIN_TOKEN=" + adminToken, "MIGRATE=false", "RESERVATION_MODE=" + string(mode), "LOG_LEVEL=warn",
+		"HOLD_TTL=" + reserveHoldTTL, "SWEEP_EVERY=" + reserveSweepEvery, "PENDING_AGE=" + reservePendingAge,
+		"GIVE_FIRST=" + strconv.FormatBool(cfg.GiveFirst), "OTEL_EXPORTER_OTLP_ENDPOINT="}
+	logDir := dir
+	if cfg.OutDir != "" {
+		if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrSetup, err)
 		}
-		defer in.srv.Close()
-		insts = append(insts, in)
+		logDir = cfg.OutDir
 	}
-
-	faults := scheduleOr(cfg.Faults, cfg.Seed, cfg.Duration, reserveNodes, nil)
-	inj := srv.injector(env)
-	inj.onClientPause = func(on bool) {
-		f := catalog.Faults{}
-		if on {
-			f = catalog.Faults{ReservationPauseMS: int(reserveTTL * 3 / 2 / time.Millisecond), ReservationPausePercent: 100}
+	var apis []*apiProcess
+	for i := range reserveAPIs {
+		p := &apiProcess{bin: bin, env: environ, logPath: filepath.Join(logDir, fmt.Sprintf("api-%d.log", i+1))}
+		if err := env.Setup(func() { p.addr = testenv.FreeAddr(env) }); err != nil {
+			return nil, err
 		}
-		for _, in := range insts {
-			_ = in.faults.Set(f)
+		if err := p.start(ctx); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrSetup, err)
 		}
+		env.Cleanup(func() { _ = p.kill() })
+		apis = append(apis, p)
 	}
-	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
-	defer stop()
-	start := time.Now()
-	h := &reserveHistory{start: start}
-	var wg sync.WaitGroup
-	for c := range cfg.Clients {
-		r := rand.New(rand.NewPCG(cfg.Seed, uint64(c)))
-		wg.Go(func() { h.client(runCtx, c, r, insts, cfg) })
-	}
-	recs := inj.run(runCtx, start, faults)
-	wg.Wait()
-
-	res := &Result{Workload: "reserve", Seed: cfg.Seed, Duration: time.Since(start), Faults: recs, Ops: h.counts,
-		Checks: []string{"free units linearizable per product", "nothing oversold", "replays return the reservation"}}
-	res.Anomalies = append(res.Anomalies, h.replayAnomalies...)
-	res.Anomalies = append(res.Anomalies, h.checkLinearizable(cfg.OutDir, cfg.Stock)...)
-	res.Anomalies = append(res.Anomalies, checkOversold(ctx, insts[0].srv.URL, cfg.Products)...)
-	return res, nil
+	return apis, nil
 }
 
-// startInstance builds one API instance on db and the proxied servers.
-func startInstance(ctx context.Context, db *pgxpool.Pool, px *proxies, mode catalog.Mode) (*instance, error) {
-	cache := redis.NewClient(&redis.Options{Addr: px.list[0].Listen, MaxRetries: -1, DialerRetries: 1,
-		DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
-	var lockNodes []redis.UniversalClient
-	for _, x := range px.list[1:] {
-		lockNodes = append(lockNodes, redis.NewClient(&redis.Options{Addr: x.Listen, ContextTimeoutEnabled: true, MaxRetries: -1,
-			DialerRetries: 1, DialTimeout: 300 * time.Millisecond}))
-	}
-	reg := prometheus.NewRegistry()
-	locker, err := lockx.New(lockNodes, lockx.Options{Name: "inventory", TTL: reserveTTL, Wait: reserveTTL, NoWatchdog: true, Registerer: reg})
-	if err != nil {
-		return nil, err
-	}
-	whPool, err := pgxpool.NewWithConfig(ctx, db.Config())
-	if err != nil {
-		return nil, err
-	}
-	faults := &catalog.Injector{}
-	svc, err := catalog.NewService(catalog.Config{Store: catalog.NewStore(db), Warehouse: catalog.NewWarehouse(whPool, nil), Mode: mode,
-		Cache: cache, Locker: locker, Faults: faults, Registerer: reg, CacheTimeout: 200 * time.Millisecond})
-	if err != nil {
-		return nil, err
-	}
-	h, err := catalog.NewHandler(catalog.HandlerConfig{Service: svc, Faults: faults, AdminToken: adminToken, Registry: reg})
-	if err != nil {
-		return nil, err
-	}
-	return &instance{srv: httptest.NewServer(h), faults: faults}, nil
+// checkerPool is a pool on the run's database, without the proxy, whose
+// sessions the terminate fault spares.
+func checkerPool(ctx context.Context, db *pgxpool.Pool) (*pgxpool.Pool, error) {
+	c := db.Config().Copy()
+	c.ConnConfig.RuntimeParams["application_name"] = checkerApp
+	return pgxpool.NewWithConfig(ctx, c)
 }
 
-// reserveHistory is the recorded operations of the clients.
-type reserveHistory struct {
-	start           time.Time
-	mu              sync.Mutex
-	ops             []stockOp
-	counts          map[string]int
-	replayAnomalies []Anomaly
-}
+const checkerApp = "torture-checker"
 
-// stockOp is one operation on a product's free units, for porcupine.
-type stockOp struct {
-	client        int
-	product       int64
-	kind          string // reserve, cancel, read
-	units         int    // reserve, cancel: the quantity
-	outcome       string // done, refused, noop, unknown; read: the units seen
-	seen          int
-	call, return_ int64
-}
-
-func (h *reserveHistory) record(op stockOp) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.ops = append(h.ops, op)
-	if h.counts == nil {
-		h.counts = map[string]int{}
+// terminateSessions ends every session on the run's database but the
+// checker's, as pg_terminate_backend by an operator or a failover would.
+func terminateSessions(ctx context.Context, checker *pgxpool.Pool) error {
+	_, err := checker.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name <> $1`, checkerApp)
+	var pgErr *pgconn.PgError
+	if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "57P01") {
+		return err
 	}
-	h.counts[op.kind+"_"+op.outcome]++
+	return nil
 }
 
-// client sends requests until ctx ends: new reservations, replays of its
-// own, cancels of its own, inventory reads.
-func (h *reserveHistory) client(ctx context.Context, id int, r *rand.Rand, insts []*instance, cfg ReserveConfig) {
-	hc := &http.Client{Timeout: 10 * time.Second}
-	type held struct {
-		id      int64
-		key     string
-		product int64
-		units   int
+// pauseReservations turns the instances' reservation pause knob on (every
+// reservation stops past the lock's TTL between its warehouse read and
+// write) or off. An instance that is down, or restarted later, misses it.
+func pauseReservations(apis []*apiProcess, on bool) {
+	body := `{}`
+	if on {
+		body = fmt.Sprintf(`{"reservation_pause_ms": %d, "reservation_pause_percent": 100}`, reserveLockTTL*3/2/time.Millisecond)
 	}
-	var mine []held
-	for seq := 0; ctx.Err() == nil; seq++ {
-		base := insts[r.IntN(len(insts))].srv.URL
-		product := int64(1 + r.IntN(cfg.Products))
-		now := func() int64 { return time.Since(h.start).Nanoseconds() }
-		switch p := r.IntN(100); {
-		case p < 50 || len(mine) == 0:
-			units, key := 1+r.IntN(3), fmt.Sprintf("c%d-%d", id, seq)
-			op := stockOp{client: id, product: product, kind: "reserve", units: units, call: now()}
-			code, body := post(hc, base+"/v1/reservations", fmt.Sprintf(`{"product_id": %d, "quantity": %d, "idempotency_key": %q}`, product, units, key))
-			op.return_ = now()
-			var got struct {
-				ID   int64  `json:"id"`
-				Type string `json:"type"`
-			}
-			_ = json.Unmarshal(body, &got)
-			switch {
-			case code == http.StatusCreated:
-				op.outcome = "done"
-				mine = append(mine, held{got.ID, key, product, units})
-			case code == http.StatusConflict && got.Type == "/problems/insufficient-stock":
-				op.outcome = "refused"
-			case code == http.StatusServiceUnavailable && got.Type == "/problems/busy":
-				op.outcome = "noop" // the lock was never taken
-			default:
-				op.outcome = "unknown" // fenced after a move, cut off, 503 unknown
-			}
-			h.record(op)
-		case p < 65:
-			m := mine[r.IntN(len(mine))]
-			code, body := post(hc, base+"/v1/reservations", fmt.Sprintf(`{"product_id": %d, "quantity": %d, "idempotency_key": %q}`, m.product, m.units, m.key))
-			var got struct {
-				ID int64 `json:"id"`
-			}
-			_ = json.Unmarshal(body, &got)
-			h.mu.Lock()
-			h.counts["replay_"+strconv.Itoa(code)]++
-			if code == http.StatusCreated || (code == http.StatusOK && got.ID != m.id) {
-				h.replayAnomalies = append(h.replayAnomalies, Anomaly{Check: "replays return the reservation",
-					Detail: fmt.Sprintf("key %q of reservation %d replayed: %d, reservation %d", m.key, m.id, code, got.ID)})
-			}
-			h.mu.Unlock()
-		case p < 85:
-			i := r.IntN(len(mine))
-			m := mine[i]
-			mine = append(mine[:i], mine[i+1:]...)
-			op := stockOp{client: id, product: m.product, kind: "cancel", units: m.units, call: now()}
-			code, _ := post(hc, base+"/v1/reservations/"+strconv.FormatInt(m.id, 10)+"/cancel", "")
-			op.return_ = now()
-			op.outcome = "unknown"
-			if code == http.StatusOK {
-				op.outcome = "done"
-			}
-			h.record(op)
-		default:
-			op := stockOp{client: id, product: product, kind: "read", call: now()}
-			resp, err := hc.Get(base + "/v1/products/" + strconv.FormatInt(product, 10) + "/inventory")
-			op.return_ = now()
-			var inv catalog.Inventory
-			if err == nil {
-				if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&inv) == nil {
-					op.outcome, op.seen = "done", inv.Available
-					h.record(op)
-				}
-				resp.Body.Close()
-			}
-		}
-	}
-}
-
-func post(hc *http.Client, url, body string) (int, []byte) {
-	resp, err := hc.Post(url, "application/json", bytes.NewBufferString(body))
-	if err != nil {
-		return 0, nil
-	}
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	_, _ = b.ReadFrom(resp.Body)
-	return resp.StatusCode, b.Bytes()
-}
-
-// checkOversold reads every product's inventory after the run.
-func checkOversold(ctx context.Context, base string, products int) []Anomaly {
-	var out []Anomaly
-	for p := 1; p <= products; p++ {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/v1/products/%d/inventory", base, p), nil)
-		resp, err := http.DefaultClient.Do(req)
+	hc := &http.Client{Timeout: 2 * time.Second}
+	for _, p := range apis {
+		req, err := http.NewRequest(http.MethodPut, p.URL()+"/admin/faults", strings.NewReader(body))
 		if err != nil {
-			out = append(out, Anomaly{Check: "nothing oversold", Detail: fmt.Sprintf("product %d: inventory unreadable: %v", p, err)})
 			continue
 		}
-		var inv catalog.Inventory
-		err = json.NewDecoder(resp.Body).Decode(&inv)
-		resp.Body.Close()
-		if err != nil || inv.Oversold > 0 {
-			out = append(out, Anomaly{Check: "nothing oversold", Detail: fmt.Sprintf("product %d: %+v (%v)", p, inv, err)})
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		if resp, err := hc.Do(req); err == nil {
+			resp.Body.Close()
 		}
 	}
-	return out
 }

@@ -22,6 +22,7 @@ const (
 	FaultSnapshot    Kind = "snapshot"     // SAVE at the start, SIGKILL and restart from it at the end
 	FaultClientPause Kind = "client_pause" // critical sections begun meanwhile stop past the lock's TTL
 	FaultClockSkew   Kind = "clock_skew"   // one cache instance's clock runs ahead (cache workload only)
+	FaultTerminate   Kind = "terminate"    // every database session of the run terminated, again and again (reserve workload only)
 )
 
 // Kinds lists the fault kinds every workload takes, in a fixed order
@@ -69,6 +70,41 @@ func NewSchedule(seed uint64, d time.Duration, nodes int, kinds []Kind) []Fault 
 		} else {
 			busy[f.Node] = f.At + f.For
 		}
+		out = append(out, f)
+	}
+}
+
+// target is a family of faults of the reserve workload: one of kinds on
+// one of nodes, lasting minFor to maxFor.
+type target struct {
+	kinds          []Kind
+	nodes          []int
+	minFor, maxFor time.Duration
+}
+
+// newTargetSchedule returns the faults of a run of length d: one starts
+// every 0.3 to 1.5 s, of a family drawn from targets, then a kind and a
+// node of that family; never two at once on one node (-1, the clients,
+// excepted), and none in the last quiet of the run. The same arguments give
+// the same schedule.
+func newTargetSchedule(seed uint64, d, quiet time.Duration, targets []target) []Fault {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	busy := map[int]time.Duration{}
+	var out []Fault
+	between := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo))) }
+	for at := between(300*time.Millisecond, 1500*time.Millisecond); ; at += between(300*time.Millisecond, 1500*time.Millisecond) {
+		t := targets[r.IntN(len(targets))]
+		f := Fault{Kind: t.kinds[r.IntN(len(t.kinds))], Node: t.nodes[r.IntN(len(t.nodes))], At: at, For: between(t.minFor, t.maxFor)}
+		if f.At+f.For > d-quiet {
+			if at > d-quiet {
+				return out
+			}
+			continue
+		}
+		if f.Node >= 0 && busy[f.Node] > f.At {
+			continue
+		}
+		busy[f.Node] = f.At + f.For
 		out = append(out, f)
 	}
 }

@@ -1,0 +1,189 @@
+package torture
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// holdOp is one client operation on the reservation of one idempotency
+// key, for porcupine: a reservation (new, retried or replayed), a cancel
+// or a read of it.
+type holdOp struct {
+	client int
+	key    string
+	kind   string // reserve, cancel, read
+	// outcome: reserve: created (201), replayed (200), refused (409, 503
+	// busy), unknown; cancel: done (200), missing (404), unknown; read:
+	// done, missing.
+	outcome string
+	// id, status and expires are what the answer said of the reservation,
+	// when it said it (expires in Unix ns).
+	id      int64
+	status  string
+	expires int64
+	// call and ret are wall-clock Unix ns, comparable with expires.
+	call, ret int64
+}
+
+// holdState is a key's reservation as the model sees it: none yet (""),
+// active, cancelled or expired; id and expires once an answer named them.
+type holdState struct {
+	status  string
+	id      int64
+	expires int64
+}
+
+// expirySlack is how much earlier than its expires_at the model lets a hold
+// read as expired: the database's clock and this process's are one
+// machine's, read at different instants.
+const expirySlack = 250 * time.Millisecond
+
+// holdsModel is the lifecycle of a hold: an intent that is refused leaves
+// nothing; a 201 makes it active; a cancel answered 200 ends it for good,
+// and a later read or cancel that finds it active is not linearizable; an
+// active hold may expire at any time after its expires_at. An answer that
+// does not say what happened may have taken effect or not.
+func holdsModel() porcupine.Model {
+	return (&porcupine.NondeterministicModel{
+		Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+			byKey := map[string][]porcupine.Operation{}
+			var order []string
+			for _, op := range h {
+				k := op.Input.(holdOp).key
+				if _, ok := byKey[k]; !ok {
+					order = append(order, k)
+				}
+				byKey[k] = append(byKey[k], op)
+			}
+			out := make([][]porcupine.Operation, 0, len(order))
+			for _, k := range order {
+				out = append(out, byKey[k])
+			}
+			return out
+		},
+		Init: func() []any { return []any{holdState{}} },
+		Step: func(state, input, _ any) []any {
+			op := input.(holdOp)
+			var out []any
+			for _, s := range state.(holdState).beforeOp(op) {
+				for _, next := range s.apply(op) {
+					out = append(out, next)
+				}
+			}
+			return out
+		},
+		DescribeOperation: func(input, _ any) string {
+			op := input.(holdOp)
+			return fmt.Sprintf("%s %s → %s %s (id %d)", op.kind, op.key, op.outcome, op.status, op.id)
+		},
+		DescribeState: func(state any) string {
+			s := state.(holdState)
+			if s.status == "" {
+				return "no hold"
+			}
+			return fmt.Sprintf("%s (id %d)", s.status, s.id)
+		},
+	}).ToModel()
+}
+
+// beforeOp returns s, and s expired if it is an active hold that may have
+// expired before op returned.
+func (s holdState) beforeOp(op holdOp) []holdState {
+	if s.status == "active" && (s.expires == 0 || op.ret >= s.expires-expirySlack.Nanoseconds()) {
+		e := s
+		e.status = "expired"
+		return []holdState{s, e}
+	}
+	return []holdState{s}
+}
+
+// apply returns the states op can leave s in; none if op cannot follow s.
+func (s holdState) apply(op holdOp) []holdState {
+	if op.id != 0 {
+		if s.id != 0 && s.id != op.id {
+			return nil
+		}
+		s.id = op.id
+	}
+	if op.expires != 0 {
+		s.expires = op.expires
+	}
+	answered := func() []holdState { // the answer named the status
+		if s.status == op.status {
+			return []holdState{s}
+		}
+		return nil
+	}
+	switch op.kind + " " + op.outcome {
+	case "reserve created":
+		if s.status == "" && op.status == "active" {
+			s.status = "active"
+			return []holdState{s}
+		}
+		return answered() // an earlier attempt with the key made it
+	case "reserve replayed", "read done":
+		return answered()
+	case "reserve refused", "cancel missing", "read missing":
+		if s.status == "" {
+			return []holdState{s}
+		}
+		return nil
+	case "reserve unknown":
+		if s.status == "" {
+			a := s
+			a.status = "active"
+			return []holdState{s, a}
+		}
+		return []holdState{s}
+	case "cancel done":
+		if s.status == "active" && op.status == "cancelled" {
+			s.status = "cancelled"
+			return []holdState{s}
+		}
+		if s.status == "" {
+			return nil
+		}
+		return answered()
+	case "cancel unknown":
+		if s.status == "active" {
+			c := s
+			c.status = "cancelled"
+			return []holdState{s, c}
+		}
+		return []holdState{s}
+	}
+	return []holdState{s}
+}
+
+// checkHolds checks ops against holdsModel and, when they are not
+// linearizable, writes porcupine's visualisation to
+// outDir/linearizability.html.
+func checkHolds(ops []holdOp, outDir string) []Anomaly {
+	hist := make([]porcupine.Operation, len(ops))
+	for i, op := range ops {
+		hist[i] = porcupine.Operation{ClientId: op.client, Input: op, Call: op.call, Return: op.ret}
+	}
+	model := holdsModel()
+	res, info := porcupine.CheckOperationsVerbose(model, hist, time.Minute)
+	switch res {
+	case porcupine.Ok:
+		return nil
+	case porcupine.Unknown:
+		return []Anomaly{{Check: checkHoldsName, Detail: "the check ran out of its minute: no verdict"}}
+	}
+	a := Anomaly{Check: checkHoldsName,
+		Detail: fmt.Sprintf("the %d operations on holds are not linearizable: some key's answers cannot be explained by any order", len(ops))}
+	if outDir != "" {
+		path := filepath.Join(outDir, "linearizability.html")
+		if err := os.MkdirAll(outDir, 0o755); err == nil {
+			if err := porcupine.VisualizePath(model, info, path); err == nil {
+				a.Excerpt = append(a.Excerpt, "visualisation: "+path)
+			}
+		}
+	}
+	return []Anomaly{a}
+}

@@ -1,0 +1,258 @@
+package torture
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// reserveHistory is what the clients did: the operations on holds for
+// porcupine, counts by kind and outcome, and the anomalies seen in single
+// answers.
+type reserveHistory struct {
+	mu        sync.Mutex
+	ops       []holdOp
+	counts    map[string]int
+	anomalies []Anomaly
+}
+
+func (h *reserveHistory) record(op holdOp) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ops = append(h.ops, op)
+	h.count(op.kind + "_" + op.outcome)
+}
+
+// count adds one to a counter; h.mu must be held.
+func (h *reserveHistory) count(name string) {
+	if h.counts == nil {
+		h.counts = map[string]int{}
+	}
+	h.counts[name]++
+}
+
+func (h *reserveHistory) add(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.count(name)
+}
+
+func (h *reserveHistory) anomaly(a Anomaly) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.anomalies = append(h.anomalies, a)
+}
+
+// hold is a reservation a client asked for: its key, and what it learned.
+type hold struct {
+	key     string
+	product int64
+	units   int
+	id      int64
+	known   bool // an answer said it exists
+	ended   bool // a cancel was answered, or a read said it ended
+}
+
+// reserveClient sends requests to the API instances until its context
+// ends: new reservations, retries of those whose outcome it did not learn,
+// replays, cancels and reads of its own, stocktakes. A tenth of its
+// reservations and cancels hang up: after the request was sent, or 0.3 to
+// 10 ms after it began.
+type reserveClient struct {
+	id     int
+	r      *rand.Rand
+	cfg    ReserveConfig
+	apis   []*apiProcess
+	hc     *http.Client
+	h      *reserveHistory
+	holds  []*hold
+	seq    int
+	base   string
+	hangUp bool
+}
+
+func (c *reserveClient) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		c.base = c.apis[c.r.IntN(len(c.apis))].URL()
+		c.hangUp = c.r.IntN(10) == 0
+		switch p := c.r.IntN(100); {
+		case p < 40 || len(c.holds) == 0:
+			c.seq++
+			hd := &hold{key: fmt.Sprintf("c%d-%d", c.id, c.seq), product: int64(1 + c.r.IntN(c.cfg.Products)), units: 1 + c.r.IntN(3)}
+			c.holds = append(c.holds, hd)
+			c.reserve(hd)
+		case p < 55:
+			c.reserve(c.holds[c.r.IntN(len(c.holds))]) // a retry, or a replay
+		case p < 75:
+			if hd := c.pick(); hd != nil {
+				c.cancel(hd)
+			}
+		case p < 95:
+			if hd := c.pick(); hd != nil {
+				c.read(hd)
+			}
+		default:
+			c.stocktake(int64(1 + c.r.IntN(c.cfg.Products)))
+		}
+	}
+}
+
+// pick returns one of the client's known holds not yet ended, or nil.
+func (c *reserveClient) pick() *hold {
+	var live []*hold
+	for _, hd := range c.holds {
+		if hd.known && !hd.ended {
+			live = append(live, hd)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	return live[c.r.IntN(len(live))]
+}
+
+// answer is what an API call answered: its status (0 when none arrived)
+// and the fields of a reservation or a problem it held.
+type answer struct {
+	code      int
+	ID        int64     `json:"id"`
+	Status    string    `json:"status"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Type      string    `json:"type"`
+}
+
+// call sends a request, hanging up as the client decided, and decodes the
+// answer.
+func (c *reserveClient) call(method, url, body string) answer {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if c.hangUp {
+		c.h.add("hang_ups")
+		if c.r.IntN(2) == 0 {
+			ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { cancel() }})
+		} else {
+			t := time.AfterFunc(time.Duration(300+c.r.IntN(9700))*time.Microsecond, cancel)
+			defer t.Stop()
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewBufferString(body))
+	if err != nil {
+		return answer{}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return answer{}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return answer{}
+	}
+	a := answer{code: resp.StatusCode}
+	_ = json.Unmarshal(b, &a)
+	if a.code == http.StatusInternalServerError {
+		c.h.anomaly(Anomaly{Check: checkNo500Name, Detail: fmt.Sprintf("%s %s answered 500: %s", method, url, b)})
+	}
+	return a
+}
+
+func (c *reserveClient) reserve(hd *hold) {
+	op := holdOp{client: c.id, key: hd.key, kind: "reserve", call: time.Now().UnixNano()}
+	a := c.call(http.MethodPost, c.base+"/v1/reservations",
+		fmt.Sprintf(`{"product_id": %d, "quantity": %d, "idempotency_key": %q}`, hd.product, hd.units, hd.key))
+	op.ret = time.Now().UnixNano()
+	switch {
+	case a.code == http.StatusCreated || a.code == http.StatusOK:
+		op.outcome, op.id, op.status, op.expires = "replayed", a.ID, a.Status, a.ExpiresAt.UnixNano()
+		if a.code == http.StatusCreated {
+			op.outcome = "created"
+		}
+		if hd.known && (a.ID != hd.id || a.code == http.StatusCreated) {
+			c.h.anomaly(Anomaly{Check: checkReplayName, Detail: fmt.Sprintf("key %q of reservation %d answered %d with reservation %d", hd.key, hd.id, a.code, a.ID)})
+		}
+		hd.id, hd.known = a.ID, true
+		hd.ended = hd.ended || a.Status != "active"
+	case a.code == http.StatusConflict, a.code == http.StatusServiceUnavailable && a.Type == "/problems/busy":
+		op.outcome = "refused"
+	case a.code == http.StatusUnprocessableEntity:
+		c.h.anomaly(Anomaly{Check: checkReplayName, Detail: fmt.Sprintf("key %q, always sent with %d of product %d, answered 422", hd.key, hd.units, hd.product)})
+		op.outcome = "unknown"
+	default:
+		op.outcome = "unknown" // hung up, cut off, 503 unknown
+	}
+	c.h.record(op)
+}
+
+func (c *reserveClient) cancel(hd *hold) {
+	op := holdOp{client: c.id, key: hd.key, kind: "cancel", id: hd.id, call: time.Now().UnixNano()}
+	a := c.call(http.MethodPost, c.base+"/v1/reservations/"+strconv.FormatInt(hd.id, 10)+"/cancel", "")
+	op.ret = time.Now().UnixNano()
+	switch a.code {
+	case http.StatusOK:
+		op.outcome, op.status = "done", a.Status
+		hd.ended = true
+	case http.StatusNotFound:
+		op.outcome = "missing"
+	default:
+		op.outcome = "unknown"
+	}
+	c.h.record(op)
+}
+
+func (c *reserveClient) read(hd *hold) {
+	op := holdOp{client: c.id, key: hd.key, kind: "read", id: hd.id, call: time.Now().UnixNano()}
+	hangUp := c.hangUp
+	c.hangUp = false // a read that hangs up says nothing
+	a := c.call(http.MethodGet, c.base+"/v1/reservations/"+strconv.FormatInt(hd.id, 10), "")
+	c.hangUp = hangUp
+	op.ret = time.Now().UnixNano()
+	switch a.code {
+	case http.StatusOK:
+		op.outcome, op.status = "done", a.Status
+		hd.ended = a.Status != "active"
+	case http.StatusNotFound:
+		op.outcome = "missing"
+	default:
+		return
+	}
+	c.h.record(op)
+}
+
+// stocktake recounts a product at its stock, as an operator would: it sets
+// both stores at once and must leave every unit in one place.
+func (c *reserveClient) stocktake(product int64) {
+	c.hangUp = false
+	a := c.call(http.MethodPut, c.base+"/admin/inventory/"+strconv.FormatInt(product, 10), fmt.Sprintf(`{"stock": %d}`, c.cfg.Stock))
+	if a.code == http.StatusOK {
+		c.h.add("stocktake_done")
+	} else {
+		c.h.add("stocktake_failed")
+	}
+}
+
+// settle retries, once the faults are over and without hanging up, every
+// reservation whose outcome the client did not learn and cancels every
+// hold it did not see end, as a careful client would; the model checks
+// these answers too.
+func (c *reserveClient) settle() {
+	c.hangUp = false
+	for _, hd := range c.holds {
+		c.base = c.apis[c.r.IntN(len(c.apis))].URL()
+		if !hd.known {
+			c.reserve(hd)
+		}
+		if hd.known && !hd.ended {
+			c.cancel(hd)
+		}
+	}
+}
