@@ -19,6 +19,8 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
 	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // The container fallback, used only when no local server or binary exists
@@ -104,7 +106,7 @@ func startContainerNode(tb TB, cluster bool) *RedisNode {
 	}
 	var lastErr error
 	for range 3 {
-		port, err := freePort(cluster)
+		port, err := redistest.FreePort(cluster)
 		if err != nil {
 			tb.Fatalf("testenv: %v", err)
 		}
@@ -156,7 +158,7 @@ func (c *redisContainer) run(ctx context.Context, tb TB, port int, cluster bool)
 	}
 	if cluster {
 		cmd = append(cmd, "--port", strconv.Itoa(port), "--bind", "127.0.0.1")
-		cmd = append(cmd, clusterArgs()...)
+		cmd = append(cmd, redistest.ClusterArgs()...)
 		opts = append(opts, testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 			hc.NetworkMode = "host"
 		}))
@@ -261,14 +263,22 @@ func (c *redisContainer) resume(ctx context.Context) error {
 	return err
 }
 
-// close removes the container whatever its state, ignoring errors.
-// forget: a container never saves (Snapshot refuses it), so there is
-// nothing to delete.
-func (c *redisContainer) forget() error { return nil }
+// restart kills the container and starts it again: redis-server begins
+// empty, as nothing was persisted, on the same address.
+func (c *redisContainer) restart(ctx context.Context) error {
+	if err := c.kill(ctx); err != nil {
+		return err
+	}
+	return c.start(ctx)
+}
+
+// restartFromSnapshot: a container never saves (Snapshot refuses it).
+func (c *redisContainer) restartFromSnapshot(context.Context) error { return errors.ErrUnsupported }
 
 // snapshots: not supported in containers.
 func (c *redisContainer) snapshots() bool { return false }
 
+// close removes the container whatever its state, ignoring errors.
 func (c *redisContainer) close() {
 	terminate(c.ctr)
 	_ = c.cli.Close()

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // privatePostgres initialises and starts a throwaway Postgres cluster in the
@@ -30,7 +32,7 @@ func privatePostgres(tb TB) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("initdb: %v: %s", err, out)
 	}
-	port, err := freePort(false)
+	port, err := redistest.FreePort(false)
 	if err != nil {
 		return "", err
 	}

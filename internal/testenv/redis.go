@@ -22,14 +22,14 @@ type RedisNode struct {
 // nodeControl runs one Redis server on a fixed address: a local process or a
 // container. Every method returns only when the change has taken effect.
 type nodeControl interface {
-	start(ctx context.Context) error // start (again) on the same address, empty
-	stop(ctx context.Context) error  // graceful shutdown
-	kill(ctx context.Context) error  // SIGKILL: a crash
-	pause(ctx context.Context) error // SIGSTOP: alive but silent
-	resume(ctx context.Context) error
-	// forget deletes what the server saved on disk (SAVE), so that the next
-	// start is empty; it fails where saving is not supported.
-	forget() error
+	stop(ctx context.Context) error    // graceful shutdown
+	kill(ctx context.Context) error    // SIGKILL: a crash
+	pause(ctx context.Context) error   // SIGSTOP: alive but silent
+	resume(ctx context.Context) error  //
+	restart(ctx context.Context) error // kill, then start again on the same address, empty
+	// restartFromSnapshot kills the server and starts it again with what
+	// SAVE wrote; only where snapshots reports true.
+	restartFromSnapshot(ctx context.Context) error
 	// snapshots reports whether SAVE's file survives a restart.
 	snapshots() bool
 	close() // release everything, whatever the state
@@ -67,10 +67,10 @@ func RedisNodes(tb TB, n int) []*RedisNode {
 func startNodes(tb TB, n int, cluster bool) []*RedisNode {
 	tb.Helper()
 	var tried []string
-	if bin, err := exec.LookPath("redis-server"); err == nil {
+	if _, err := exec.LookPath("redis-server"); err == nil {
 		nodes := make([]*RedisNode, n)
 		for i := range nodes {
-			nodes[i] = startProcessNode(tb, bin, cluster)
+			nodes[i] = startProcessNode(tb, cluster)
 		}
 		return nodes
 	}
@@ -148,15 +148,7 @@ func (n *RedisNode) Resume() {
 // the same address: a crash and restart without persistence. It returns when
 // the new server answers.
 func (n *RedisNode) Restart() {
-	n.do("restart", func(c nodeControl, ctx context.Context) error {
-		if err := c.kill(ctx); err != nil {
-			return err
-		}
-		if err := c.forget(); err != nil {
-			return err
-		}
-		return c.start(ctx)
-	})
+	n.do("restart", func(c nodeControl, ctx context.Context) error { return c.restart(ctx) })
 }
 
 // Snapshot saves the server's data to disk (SAVE), as Redis's default RDB
@@ -185,12 +177,7 @@ func (n *RedisNode) RestartFromSnapshot() {
 	if n.ctl == nil || !n.ctl.snapshots() {
 		n.tb.Fatalf("testenv: RestartFromSnapshot needs a private redis-server process (install redis-server)")
 	}
-	n.do("restart from snapshot", func(c nodeControl, ctx context.Context) error {
-		if err := c.kill(ctx); err != nil {
-			return err
-		}
-		return c.start(ctx)
-	})
+	n.do("restart from snapshot", func(c nodeControl, ctx context.Context) error { return c.restartFromSnapshot(ctx) })
 }
 
 func (n *RedisNode) do(op string, f func(nodeControl, context.Context) error) {

@@ -1,4 +1,4 @@
-package testenv
+package redistest
 
 import (
 	"fmt"
@@ -7,9 +7,10 @@ import (
 	"syscall"
 )
 
-// childAttr makes the kernel kill a server when the test binary dies, so no
-// orphan outlives a crashed or killed test run.
-func childAttr() *syscall.SysProcAttr {
+// ProcAttr makes the kernel kill a child process when the process that
+// started it dies, so that no server outlives a crashed or killed test run.
+// Use it for any process a test starts (exec.Cmd.SysProcAttr).
+func ProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 

@@ -1,14 +1,14 @@
 //go:build !linux
 
-package testenv
+package redistest
 
 import (
 	"errors"
 	"syscall"
 )
 
-// childAttr: only Linux can tie a child's life to its parent's.
-func childAttr() *syscall.SysProcAttr { return nil }
+// ProcAttr: only Linux can tie a child's life to its parent's.
+func ProcAttr() *syscall.SysProcAttr { return nil }
 
 // processStopped is unknown without /proc.
 func processStopped(int) (bool, error) { return false, errors.ErrUnsupported }
