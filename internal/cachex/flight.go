@@ -21,6 +21,7 @@ type flight[V any] struct {
 	// Guarded by flights.mu.
 	waiters int   // callers waiting for it
 	load    *load // the loader call that lands it; nil until started
+	loading bool  // its loader call has begun (begin)
 	landed  bool
 }
 
@@ -41,14 +42,16 @@ type flights[V any] struct {
 // join returns the key's flight, counting the caller as a waiter, and
 // whether the caller leads it (a leader starts its load and lands it once).
 // A caller joins only a flight whose leader read the same thing in Redis
-// (seen); otherwise it starts a new flight, whose load waits for the older
-// one's (after). So a read begun after an Invalidate never gets an older
-// load's value (docs/cachex.md#failure-behaviour).
+// (seen), and a caller that bypasses Redis (seen is bypassSeen, it read
+// nothing) only one whose loader has not begun; otherwise it starts a new
+// flight, whose load waits for the older one's (after). So a read begun
+// after an Invalidate, on any instance, never gets an older load's value
+// (docs/cachex.md#failure-behaviour).
 func (fs *flights[V]) join(key, seen string, origin trace.SpanContext) (*flight[V], bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	old, ok := fs.m[key]
-	if ok && old.seen == seen {
+	if ok && old.seen == seen && !(seen == bypassSeen && old.loading) {
 		old.waiters++
 		return old, false
 	}
@@ -71,6 +74,16 @@ func (f *flight[V]) after(ctx context.Context) {
 	case <-ctx.Done():
 	}
 	f.prev = nil
+}
+
+// begin records that the loader call of flights fls begins: a bypassing
+// caller no longer joins them.
+func (fs *flights[V]) begin(fls ...*flight[V]) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for _, f := range fls {
+		f.loading = true
+	}
 }
 
 // start records that one loader call, cancelled by cancel, lands the flights

@@ -180,6 +180,7 @@ func (c *Cache[V]) bypass(ctx context.Context, key string, load func(context.Con
 		c.spawn(func() {
 			defer cancel()
 			f.after(lctx)
+			c.loads.begin(f)
 			v, _, err := c.compute(lctx, load, reasonMiss)
 			c.loads.land(key, f, v, resultBypass, err)
 		})

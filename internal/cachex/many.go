@@ -272,6 +272,7 @@ func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[strin
 				return
 			}
 		}
+		c.loads.begin(ledFlights...)
 		vals, delta, err := c.computeMany(lctx, led, stale, load)
 		if err == nil && store {
 			c.storeMany(lctx, led, vals, delta, read)
