@@ -41,6 +41,14 @@ func (p *apiProcess) URL() string { return "http://" + p.addr }
 
 // start starts the process and waits until it answers /readyz.
 func (p *apiProcess) start(ctx context.Context) error {
+	if err := p.launch(); err != nil {
+		return err
+	}
+	return p.awaitReady(ctx)
+}
+
+// launch starts the process without waiting for it.
+func (p *apiProcess) launch() error {
 	log, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
@@ -58,15 +66,18 @@ func (p *apiProcess) start(ctx context.Context) error {
 	p.mu.Lock()
 	p.cmd, p.exited = cmd, exited
 	p.mu.Unlock()
-	return p.awaitReady(ctx, exited)
+	return nil
 }
 
-// awaitReady polls /readyz until it answers 200, the process exits, or a
-// minute passes.
-func (p *apiProcess) awaitReady(ctx context.Context, exited <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+// awaitReady polls /readyz until it answers 200, the process exits, or two
+// minutes pass (a database fault can hold its readiness check).
+func (p *apiProcess) awaitReady(ctx context.Context) error {
+	p.mu.Lock()
+	exited := p.exited
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	hc := &http.Client{Timeout: time.Second}
+	hc := &http.Client{Timeout: 5 * time.Second}
 	for {
 		if resp, err := hc.Get(p.URL() + "/readyz"); err == nil {
 			resp.Body.Close()
@@ -114,13 +125,14 @@ func (p *apiProcess) kill() error {
 	return nil
 }
 
-// restart starts the process again unless it runs.
-func (p *apiProcess) restart(ctx context.Context) error {
+// restart starts the process again unless it runs, without waiting for it
+// to be ready: the faults go on meanwhile.
+func (p *apiProcess) restart() error {
 	p.mu.Lock()
 	running := p.cmd != nil
 	p.mu.Unlock()
 	if running {
 		return nil
 	}
-	return p.start(ctx)
+	return p.launch()
 }

@@ -118,7 +118,7 @@ func (in *injector) begin(f Fault) error {
 func (in *injector) end(f Fault) error {
 	if a := in.api(f.Node); a != nil {
 		if f.Kind == FaultRestart {
-			return a.restart(context.Background())
+			return a.restart()
 		}
 		return a.resume()
 	}

@@ -19,6 +19,7 @@ const (
 	checkOversoldName = "nothing oversold"
 	checkReplayName   = "replays return the reservation"
 	checkNo500Name    = "no answer is a 500"
+	checkReadyName    = "every instance ready once the faults are over"
 )
 
 // ledgerSampler reads the products' ledgers (catalog.Audit) over and over

@@ -142,6 +142,13 @@ func RunReserve(ctx context.Context, cfg ReserveConfig) (*Result, error) {
 	}
 	recs := inj.run(runCtx, start, faults)
 	wg.Wait()
+	var down []Anomaly
+	for _, p := range apis {
+		if err := p.awaitReady(ctx); err != nil {
+			down = append(down, Anomaly{Check: checkReadyName, Detail: err.Error()})
+		}
+	}
+	pauseReservations(apis, false) // again: an instance that was down when the pause ended missed it
 	for _, c := range clients {
 		wg.Go(c.settle)
 	}
@@ -150,8 +157,9 @@ func RunReserve(ctx context.Context, cfg ReserveConfig) (*Result, error) {
 	sampled.Wait()
 
 	res := &Result{Workload: "reserve", Seed: cfg.Seed, Duration: time.Since(start), Faults: recs, Ops: h.counts,
-		Checks: []string{checkHoldsName, checkLedgerName, checkRestName, checkOversoldName, checkReplayName, checkNo500Name}}
+		Checks: []string{checkHoldsName, checkLedgerName, checkRestName, checkOversoldName, checkReplayName, checkNo500Name, checkReadyName}}
 	res.Ops["ledger_samples"] = sampler.samples
+	res.Anomalies = append(res.Anomalies, down...)
 	res.Anomalies = append(res.Anomalies, capAnomalies(h.anomalies)...)
 	res.Anomalies = append(res.Anomalies, capAnomalies(sampler.anomalies)...)
 	res.Anomalies = append(res.Anomalies, atRest(ctx, checker, products, time.Minute)...)
@@ -263,7 +271,8 @@ func terminateSessions(ctx context.Context, checker *pgxpool.Pool) error {
 
 // pauseReservations turns the instances' reservation pause knob on (every
 // reservation stops past the lock's TTL between its warehouse read and
-// write) or off. An instance that is down, or restarted later, misses it.
+// write) or off. An instance that is down misses it (a restarted one starts
+// with it off); RunReserve turns it off again once the faults are over.
 func pauseReservations(apis []*apiProcess, on bool) {
 	body := `{}`
 	if on {

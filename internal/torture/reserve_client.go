@@ -241,18 +241,15 @@ func (c *reserveClient) stocktake(product int64) {
 }
 
 // settle retries, once the faults are over and without hanging up, every
-// reservation whose outcome the client did not learn and cancels every
-// hold it did not see end, as a careful client would; the model checks
-// these answers too.
+// reservation whose outcome the client never learned, as a careful client
+// would; the model checks these answers too. Holds it knows of may stay:
+// at rest a held unit is in its place.
 func (c *reserveClient) settle() {
 	c.hangUp = false
 	for _, hd := range c.holds {
-		c.base = c.apis[c.r.IntN(len(c.apis))].URL()
 		if !hd.known {
+			c.base = c.apis[c.r.IntN(len(c.apis))].URL()
 			c.reserve(hd)
-		}
-		if hd.known && !hd.ended {
-			c.cancel(hd)
 		}
 	}
 }
