@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -38,10 +39,17 @@ var (
 
 // Row names the fenced row: a table, the column that identifies the row and
 // its value, and the bigint column that holds the last writer's token.
+// Table may be schema-qualified ("inventory.warehouse"); every name is
+// quoted, so it must match the database's exactly (lower case unless it was
+// created quoted). The token column may be nullable: NULL means no writer
+// has claimed the row yet, and any token claims it.
 type Row struct {
 	Table, KeyColumn, TokenColumn string
 	Key                           any
 }
+
+// table quotes r.Table, each part of a schema-qualified name on its own.
+func (r Row) table() string { return pgx.Identifier(strings.Split(r.Table, ".")).Sanitize() }
 
 // Claim records token as the row's fencing token inside tx and locks the
 // row until tx ends; it succeeds exactly when the row's token is at most
@@ -50,17 +58,17 @@ type Row struct {
 // the row has a larger token, ErrNoRow when there is no such row, and the
 // database's error otherwise.
 func Claim(ctx context.Context, tx pgx.Tx, r Row, token int64) error {
-	table := pgx.Identifier{r.Table}.Sanitize()
+	table := r.table()
 	key := pgx.Identifier{r.KeyColumn}.Sanitize()
 	col := pgx.Identifier{r.TokenColumn}.Sanitize()
-	tag, err := tx.Exec(ctx, fmt.Sprintf("UPDATE %s SET %s = $1 WHERE %s = $2 AND %s <= $1", table, col, key, col), token, r.Key)
+	tag, err := tx.Exec(ctx, fmt.Sprintf("UPDATE %s SET %s = $1 WHERE %s = $2 AND (%s <= $1 OR %s IS NULL)", table, col, key, col, col), token, r.Key)
 	if err != nil {
 		return fmt.Errorf("pgfence: claim %s %v: %w", r.Table, r.Key, err)
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
 	}
-	var current int64
+	var current *int64 // not NULL here: the UPDATE would have claimed it
 	err = tx.QueryRow(ctx, fmt.Sprintf("SELECT %s FROM %s WHERE %s = $1", col, table, key), r.Key).Scan(&current)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -68,5 +76,5 @@ func Claim(ctx context.Context, tx pgx.Tx, r Row, token int64) error {
 	case err != nil:
 		return fmt.Errorf("pgfence: read %s %v: %w", r.Table, r.Key, err)
 	}
-	return fmt.Errorf("%w: %s %v has token %d, the write carries %d", ErrStaleToken, r.Table, r.Key, current, token)
+	return fmt.Errorf("%w: %s %v has token %d, the write carries %d", ErrStaleToken, r.Table, r.Key, *current, token)
 }

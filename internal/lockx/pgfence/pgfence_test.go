@@ -211,3 +211,36 @@ func TestTwoHoldersNeverCarryTheSameToken(t *testing.T) {
 		t.Fatalf("reserved %d, want 4 (B's writes only)", reserved)
 	}
 }
+
+// TestNullableTokenColumnAndQualifiedTable: a row whose token column is
+// NULL (never claimed) is claimed by any token, then fenced as usual; a
+// schema-qualified table is found. Before, the claim of a NULL row failed
+// with "cannot scan NULL into *int64", and "schema.table" was quoted as one
+// name.
+func TestNullableTokenColumnAndQualifiedTable(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	_, err := db.Exec(ctx, `CREATE SCHEMA fenced;
+		CREATE TABLE fenced.stock (sku text PRIMARY KEY, token bigint);
+		INSERT INTO fenced.stock (sku) VALUES ('a');`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := pgfence.Row{Table: "fenced.stock", KeyColumn: "sku", TokenColumn: "token", Key: "a"}
+	claim := func(token int64) error {
+		return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return pgfence.Claim(ctx, tx, row, token) })
+	}
+	if err := claim(5); err != nil {
+		t.Fatalf("the first claim of a NULL token: %v", err)
+	}
+	if err := claim(4); !errors.Is(err, pgfence.ErrStaleToken) {
+		t.Errorf("an older token after 5: %v, want ErrStaleToken", err)
+	}
+	if err := claim(6); err != nil {
+		t.Errorf("a newer token: %v", err)
+	}
+	row.Key = "missing"
+	if err := claim(7); !errors.Is(err, pgfence.ErrNoRow) {
+		t.Errorf("a missing row: %v, want ErrNoRow", err)
+	}
+}
