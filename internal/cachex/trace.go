@@ -20,8 +20,11 @@ const (
 	spanLoadSlot  = "cachex.load_slot" // waiting for one of MaxLoads loader slots
 )
 
-// instrumentation is the name cachex's tracer is obtained under.
-const instrumentation = "github.com/stampede-lab/stampede/internal/cachex"
+// instrumentation is the name cachex's tracer is obtained under (the
+// instrumentation scope on every span). OpenTelemetry names it after the
+// package's import path: when you copy cachex into your module, set it to
+// your copy's path.
+const instrumentation = "cachex"
 
 // tracer starts a cache's spans. A nil *tracer (Options.TracerProvider
 // unset) starts none, so an untraced cache pays a nil check per call.

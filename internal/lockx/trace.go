@@ -18,8 +18,11 @@ const (
 	eventLost   = "lockx.lost"
 )
 
-// instrumentation is the name lockx's tracer is obtained under.
-const instrumentation = "github.com/stampede-lab/stampede/internal/lockx"
+// instrumentation is the name lockx's tracer is obtained under (the
+// instrumentation scope on every span). OpenTelemetry names it after the
+// package's import path: when you copy lockx into your module, set it to
+// your copy's path.
+const instrumentation = "lockx"
 
 // tracer starts a Locker's spans. A nil *tracer (Options.TracerProvider
 // unset) starts none, so an untraced Locker pays a nil check per call.
