@@ -110,7 +110,9 @@ func RunLock(ctx context.Context, cfg LockConfig) (*Result, error) {
 		mu   sync.Mutex
 		acqs []*acquisition
 		wg   sync.WaitGroup
+		lag  lagMonitor
 	)
+	wg.Go(func() { lag.run(runCtx) })
 	for p, l := range lockers {
 		for w := range cfg.Workers {
 			r := rand.New(rand.NewPCG(cfg.Seed, uint64(p*1000+w)))
@@ -151,9 +153,10 @@ func RunLock(ctx context.Context, cfg LockConfig) (*Result, error) {
 		return nil, fmt.Errorf("%w: read history: %v", ErrSetup, err)
 	}
 	res.Ops["writes_accepted"] = len(writes)
+	res.Ops["scheduling_lag_max_ms"] = int(lag.worst().Milliseconds())
 	res.Anomalies = append(res.Anomalies, checkRegister(writes)...)
-	res.Anomalies = append(res.Anomalies, checkLossTiming(acqs, cfg.TTL)...)
-	res.Anomalies = capAnomalies(append(res.Anomalies, checkProgress(acqs, recs, start, start.Add(cfg.Duration))...))
+	res.Anomalies = append(res.Anomalies, checkLossTiming(acqs, cfg.TTL, &lag)...)
+	res.Anomalies = capAnomalies(append(res.Anomalies, checkProgress(acqs, recs, start, start.Add(cfg.Duration), &lag)...))
 	return res, nil
 }
 

@@ -6,8 +6,9 @@ import (
 )
 
 // lossSlack is how late a loss signal may be observed after the latest
-// moment the servers could expire the lock: the time for the watching
-// goroutine to be scheduled.
+// moment the servers could expire the lock, beyond the process's own
+// scheduling lag then (lagMonitor): the time for the watching goroutine to
+// be scheduled on a machine that is not starving it.
 const lossSlack = 50 * time.Millisecond
 
 // checkRegister checks the accepted writes of each register in commit
@@ -51,14 +52,17 @@ func writeLine(w write) string {
 // as the TTL after the request; the history does not have that moment, so
 // this bound is looser by the attempt's round trip. It still catches a
 // validity that is not counted from the acquisition (a loss timer that
-// never fires, or one counted from a later event).
-func checkLossTiming(acqs []*acquisition, ttl time.Duration) []Anomaly {
+// never fires, or one counted from a later event). A signal late by no more
+// than the process's scheduling lag around it (lag, the control) is not
+// held against the lock.
+func checkLossTiming(acqs []*acquisition, ttl time.Duration, lag *lagMonitor) []Anomaly {
 	var out []Anomaly
 	for _, a := range acqs {
 		if a.lostAt.IsZero() {
 			continue
 		}
-		if late := a.lostAt.Sub(a.acquired) - ttl; late > lossSlack {
+		expiry := a.acquired.Add(ttl)
+		if late := a.lostAt.Sub(expiry); late > lossSlack+lag.max(expiry.Add(-lossSlack), a.lostAt) {
 			out = append(out, Anomaly{Check: "loss signalled in time",
 				Detail: fmt.Sprintf("%s on resource %d: loss signalled %v after the lock could have expired on the servers", a.holder, a.resource, late.Round(time.Millisecond)),
 				Excerpt: []string{fmt.Sprintf("acquire started %s, acquired %s, token %d, lost %s",
@@ -70,8 +74,10 @@ func checkLossTiming(acqs []*acquisition, ttl time.Duration) []Anomaly {
 
 // checkProgress checks liveness: in every second from start to end (the
 // end of the load, not of the last worker's wait) at least 2 s after the
-// last fault ended and before the next began, some acquisition succeeded.
-func checkProgress(acqs []*acquisition, faults []FaultRecord, start, end time.Time) []Anomaly {
+// last fault ended and before the next began, and in which the process was
+// not starved itself (lag, the control, under a quarter of a second), some
+// acquisition succeeded.
+func checkProgress(acqs []*acquisition, faults []FaultRecord, start, end time.Time, lag *lagMonitor) []Anomaly {
 	var out []Anomaly
 	healthy := func(from, to time.Time) bool {
 		for _, f := range faults {
@@ -86,7 +92,7 @@ func checkProgress(acqs []*acquisition, faults []FaultRecord, start, end time.Ti
 	}
 	for s := start; s.Add(time.Second).Before(end); s = s.Add(time.Second) {
 		e := s.Add(time.Second)
-		if !healthy(s, e) {
+		if !healthy(s, e) || lag.max(s, e) > time.Second/4 {
 			continue
 		}
 		ok := false

@@ -46,10 +46,32 @@ func TestProgressIsCheckedWhileTheLoadRuns(t *testing.T) {
 	for s := range 5 {
 		acqs = append(acqs, &acquisition{acquired: start.Add(time.Duration(s)*time.Second + 100*time.Millisecond)})
 	}
-	if a := checkProgress(acqs, nil, start, start.Add(5*time.Second)); len(a) != 0 {
+	quiet := &lagMonitor{}
+	if a := checkProgress(acqs, nil, start, start.Add(5*time.Second), quiet); len(a) != 0 {
 		t.Errorf("a load with an acquisition every second: %v", a)
 	}
-	if a := checkProgress(acqs[:3], nil, start, start.Add(5*time.Second)); len(a) != 1 {
+	if a := checkProgress(acqs[:3], nil, start, start.Add(5*time.Second), quiet); len(a) != 1 {
 		t.Errorf("two silent healthy seconds gave %d anomalies, want 1 (the last second is not checked)", len(a))
+	}
+	// A second in which the process itself was starved is not counted.
+	starved := &lagMonitor{late: []lagSample{{at: start.Add(3500 * time.Millisecond), late: 400 * time.Millisecond}}}
+	if a := checkProgress(acqs[:3], nil, start, start.Add(5*time.Second), starved); len(a) != 0 {
+		t.Errorf("a silent second while the process was starved gave %v", a)
+	}
+}
+
+// TestLossTimingAllowsTheProcesssOwnLag: a loss signalled 300 ms after the
+// lock could expire is an anomaly, unless the process's goroutines were
+// running that late themselves (the control).
+func TestLossTimingAllowsTheProcesssOwnLag(t *testing.T) {
+	start := time.Now()
+	ttl := time.Second
+	acqs := []*acquisition{{holder: "h", acquired: start, lostAt: start.Add(ttl + 300*time.Millisecond)}}
+	if a := checkLossTiming(acqs, ttl, &lagMonitor{}); len(a) != 1 {
+		t.Errorf("a late signal on a process with no lag: %v, want one anomaly", a)
+	}
+	starved := &lagMonitor{late: []lagSample{{at: start.Add(ttl + 290*time.Millisecond), late: 280 * time.Millisecond}}}
+	if a := checkLossTiming(acqs, ttl, starved); len(a) != 0 {
+		t.Errorf("a signal late by the process's own lag: %v", a)
 	}
 }
