@@ -51,6 +51,11 @@ func (h *reserveHistory) anomaly(a Anomaly) {
 	h.anomalies = append(h.anomalies, a)
 }
 
+// noAnswerPause is how long a client waits after a request that got no
+// answer at all before its next one, as a client retrying a dead instance
+// would.
+const noAnswerPause = 50 * time.Millisecond
+
 // hold is a reservation a client asked for: its key, and what it learned.
 type hold struct {
 	key     string
@@ -151,6 +156,9 @@ func (c *reserveClient) call(method, url, body string) answer {
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		if ctx.Err() == nil {
+			time.Sleep(noAnswerPause) // the instance is down or stopped: do not spin
+		}
 		return answer{}
 	}
 	defer resp.Body.Close()
