@@ -6,11 +6,14 @@ GO ?= go
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# test: the main module's tests run last, through scripts/gotest.sh, so that
+# the time each package took ends the output (slowest first).
+TESTFLAGS = -race -count=1 -timeout 9m
 .PHONY: test
-test: jaeger ## go vet, then every test with the race detector against real Redis and Postgres (builds Jaeger first: make jaeger)
+test: jaeger ## go vet, then every test with the race detector against real Redis and Postgres, then each package's time (builds Jaeger first: make jaeger)
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 9m ./...
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./cmd/...
+	GO=$(GO) bash scripts/gotest.sh $(TESTFLAGS) ./...
 
 .PHONY: test-short
 test-short: ## the tests that need no servers (go test -short)
