@@ -4,7 +4,7 @@ GO ?= go
 
 .PHONY: help
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # test: the main module's tests run last, through scripts/gotest.sh, so that
 # the time each package took ends the output (slowest first).
@@ -14,6 +14,15 @@ test: jaeger ## go vet, then every test with the race detector against real Redi
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./cmd/...
 	GO=$(GO) bash scripts/gotest.sh $(TESTFLAGS) ./...
+
+# test-under-load: make test's go test with one busy process per core beside
+# it (scripts/test-under-load.sh), COUNT times, to see what a busy machine
+# does to the suite.
+PKG ?= ./...
+.PHONY: test-under-load
+test-under-load: COUNT ?= 1
+test-under-load: jaeger ## make test's go test with a CPU hog per core beside it (PKG=./..., COUNT=1 runs); a line per run, fails if one did
+	PKG='$(PKG)' COUNT=$(COUNT) TESTFLAGS='$(TESTFLAGS)' GO=$(GO) bash scripts/test-under-load.sh
 
 .PHONY: test-short
 test-short: ## the tests that need no servers (go test -short)
@@ -95,10 +104,10 @@ lint: ## gofmt check and go vet
 # load on the machine hits both alike. A failed round adds a FAIL line, on
 # which benchtable fails.
 BENCHTIME ?= 1s
-COUNT ?= 3
 BENCHFLAGS = -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count 1
 
 .PHONY: bench
+bench: COUNT ?= 3
 bench: ## benchmarks of cachex and lockx vs go-redis and peer libraries, as a Markdown table (BENCHTIME=1s COUNT=3)
 	@out="$$(mktemp)"; trap 'rm -f "$$out"' EXIT; \
 	i=1; while [ $$i -le $(COUNT) ]; do \
