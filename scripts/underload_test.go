@@ -90,10 +90,18 @@ func TestUnderLoad(t *testing.T) {
 		}
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
+		ended := false
+		defer func() { // on a failure below, leave nothing running
+			if !ended {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-exited
+			}
+		}()
 		// The blocking test prints its line once it runs, the hogs started.
 		select {
 		case <-out.ready:
 		case err := <-exited:
+			ended = true
 			t.Fatalf("the script ended (%v) before the blocking test ran:\n%s", err, out)
 		}
 		for _, pid := range hogPids(t, out.String()) {
@@ -105,6 +113,7 @@ func TestUnderLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := <-exited
+		ended = true
 		t.Logf("test-under-load.sh PKG=./block, interrupted:\n%s", out)
 		switch {
 		case ctx.Err() != nil:
