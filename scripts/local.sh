@@ -16,7 +16,7 @@
 # so that the guided experiments drive the API alone; a start without it stops a running one),
 # LOADGEN_ADDR (127.0.0.1:9102: the demo's /metrics, which Prometheus scrapes),
 # JAEGER (unset: run Jaeger when JAEGER_BIN exists; 1: build it first with make jaeger, which
-# takes 5 to 20 minutes the first time and seconds after; 0: no Jaeger, and a running one
+# takes a few minutes the first time and seconds after; 0: no Jaeger, and a running one
 # is stopped; the API then gets the environment's OTEL_EXPORTER_OTLP_ENDPOINT, if any),
 # JAEGER_BIN (.tools/bin/jaeger), TRACE_SAMPLE (the API's sampling ratio; its default if unset).
 set -euo pipefail
@@ -227,12 +227,12 @@ start_jaeger() {
 		return
 	fi
 	if [ "$JAEGER" = 1 ]; then
-		say "jaeger: make jaeger (5 to 20 minutes the first time, seconds after)"
+		say "jaeger: make jaeger (a few minutes the first time, seconds after)"
 		make -C "$root" --no-print-directory jaeger JAEGER_BIN="$JAEGER_BIN"
 	fi
 	if [ ! -x "$JAEGER_BIN" ]; then
 		stop_jaeger
-		say "jaeger: not built, so no traces (make jaeger once, 5 to 20 minutes the first time; then make run-local again)"
+		say "jaeger: not built, so no traces (make jaeger once, a few minutes the first time; then make run-local again)"
 		return
 	fi
 	otlp=$(cat "$RUN/jaeger-otlp.port" 2>/dev/null || true)
