@@ -176,7 +176,7 @@ func (h *handlers) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, probUnavailable.with("a dependency did not answer in time; retry later"))
 	case isConnectionLost(err):
 		h.log.WarnContext(r.Context(), "database connection lost", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeProblem(w, probUnavailable.with("the database connection was lost; retry later"))
+		writeProblem(w, probUnavailable.with("the database connection was lost or could not be had; retry later"))
 	default:
 		h.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeProblem(w, probInternal)
@@ -398,14 +398,21 @@ func isQueryCanceled(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "57014"
 }
 
-// isConnectionLost reports an error of a database connection that was cut:
-// a server that went away (SQLSTATE class 08, 57P01..57P03: terminated,
-// shut down, not accepting connections), a network error or an
-// unexpected end of the stream.
+// isConnectionLost reports an error of a database connection that was cut
+// or could not be had: a server that went away (SQLSTATE class 08, 57P01..
+// 57P03: terminated, shut down, not accepting connections) or is out of
+// resources (class 53: too many connections, out of memory or disk), a
+// connection that could not be made or was closed, a network error or an
+// unexpected end of the stream. The request may be retried.
 func isConnectionLost(err error) bool {
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) || errors.Is(err, pgconn.ErrConnClosed) {
+		return true
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return strings.HasPrefix(pgErr.Code, "08") || slices.Contains([]string{"57P01", "57P02", "57P03"}, pgErr.Code)
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "53") ||
+			slices.Contains([]string{"57P01", "57P02", "57P03"}, pgErr.Code)
 	}
 	var netErr net.Error
 	return errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)

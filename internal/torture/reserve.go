@@ -199,7 +199,9 @@ func proxiedURL(srv *servers) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable", cc.User, cc.Password, addr, cc.Database), nil
+	// Small pools: two instances and their warehouse pools must not take
+	// every connection of a Postgres that others share.
+	return fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable&pool_max_conns=10", cc.User, cc.Password, addr, cc.Database), nil
 }
 
 // startAPIs starts the run's API processes on the proxied servers; the
