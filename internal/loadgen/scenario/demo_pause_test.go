@@ -91,15 +91,15 @@ func activeDemoHolds(t *testing.T, db *pgxpool.Pool) int {
 	return n
 }
 
-// eventually polls cond every 50 ms for up to 10 s.
+// eventually polls cond every 50 ms until it holds, for up to demoWait.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(demoWait); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if cond() {
 			return
 		}
 	}
-	t.Fatalf("not within 10s: %s", what)
+	t.Fatalf("not within %v: %s", demoWait, what)
 }
 
 // TestDemoPausesResumesAndLeavesNoHolds runs the endless demo through a
@@ -180,8 +180,9 @@ func TestDemoPausesResumesAndLeavesNoHolds(t *testing.T) {
 	}
 }
 
-// TestDemoSettlesLostAnswers: reservations whose answer the demo never got
-// are found by replaying their key and cancelled when it stops.
+// TestDemoSettlesLostAnswers: the demo stops by itself at -duration, and
+// reservations whose answer it never got are found by replaying their key
+// and cancelled when it stops.
 func TestDemoSettlesLostAnswers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: real Postgres and Redis")
@@ -193,6 +194,9 @@ func TestDemoSettlesLostAnswers(t *testing.T) {
 		"-products", "300", "-skus", "1,2", "-demo-reserve-rate", "20", "-burst-every", "1h", "-burst-for", "1s", "demo"}, &out, &errOut)
 	if err != nil {
 		t.Fatalf("demo: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the demo ran until the test's deadline (%v), not -duration", ctx.Err())
 	}
 	if n := activeDemoHolds(t, db); n != 0 {
 		t.Errorf("the demo left %d holds whose answer it lost", n)

@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,22 +180,30 @@ func TestReserveDetectsOversell(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: real Postgres and Redis")
 	}
-	url, db, ctx := stockedAPI(t, 5, 1)
-	// Tamper once the run has read the inventory: one more unit of stock
-	// and a reserved unit that no reservation of the run accounts for.
+	api, db, ctx := stockedAPI(t, 5, 1)
+	// Tamper between the run's two reads of the inventory (before and
+	// after the load): one more unit of stock and a reserved unit that no
+	// reservation of the run accounts for.
+	var reads atomic.Int64
 	tampered := make(chan error, 1)
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		_, err := db.Exec(context.Background(), `UPDATE inventory SET stock = stock + 1, reserved = reserved + 1 WHERE product_id = 1`)
-		tampered <- err
-	}()
+	url := beforeRequest(t, api, func(r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/v1/products/1/inventory" && reads.Add(1) == 2 {
+			_, err := db.Exec(context.Background(), `UPDATE inventory SET stock = stock + 1, reserved = reserved + 1 WHERE product_id = 1`)
+			tampered <- err
+		}
+	})
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := []string{"-target", url, "-rate", "20", "-duration", "1s", "-metrics-addr", "", "-skus", "1", "-report-dir", dir, "reserve"}
 	err := runArgs(ctx, args, &stdout, &stderr)
 	t.Logf("stdout:\n%s", stdout.String())
-	if terr := <-tampered; terr != nil {
-		t.Fatal(terr)
+	select {
+	case terr := <-tampered:
+		if terr != nil {
+			t.Fatal(terr)
+		}
+	default:
+		t.Fatalf("the run read the inventory %d times, want 2 (before and after)", reads.Load())
 	}
 	if !errors.Is(err, errInvariant) {
 		t.Fatalf("run: %v, want errInvariant", err)
@@ -202,6 +215,23 @@ func TestReserveDetectsOversell(t *testing.T) {
 	if sum.Passed || sum.Invariant.Passed || len(sum.Invariant.Violations) != 1 || !strings.Contains(sum.Invariant.Violations[0], "+1 units unaccounted") {
 		t.Errorf("passed=%v invariant=%+v", sum.Passed, sum.Invariant)
 	}
+}
+
+// beforeRequest is a reverse proxy to target that calls before with each
+// request, then passes it on.
+func beforeRequest(t *testing.T, target string, before func(*http.Request)) string {
+	t.Helper()
+	u, err := neturl.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		before(r)
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // TestReservePause runs the scenario with the admin pause knob longer than

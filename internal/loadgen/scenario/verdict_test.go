@@ -209,7 +209,18 @@ func TestLostLockCancelledMidRunGivesTheUnitsBack(t *testing.T) {
 	}
 	api, db, ctx := stockedAPI(t, 5, 2)
 	rctx, cancel := context.WithCancel(ctx)
-	time.AfterFunc(1500*time.Millisecond, cancel)
+	defer cancel()
+	// Ctrl-C once the run holds reservations (or at the latest after
+	// demoWait, which a run of 3s does not reach).
+	go func() {
+		for deadline := time.Now().Add(demoWait); time.Now().Before(deadline) && rctx.Err() == nil; time.Sleep(20 * time.Millisecond) {
+			var active int
+			if err := db.QueryRow(rctx, `SELECT count(*) FROM reservations WHERE product_id = 2 AND status = 'active'`).Scan(&active); err == nil && active > 0 {
+				break
+			}
+		}
+		cancel()
+	}()
 	var stdout, stderr bytes.Buffer
 	_ = runArgs(rctx, []string{"-target", api, "-admin-token", "t", "-rate", "20", "-duration", "3s", "-metrics-addr", "",
 		"-skus", "2", "-replay-percent", "0", "-modes", "lock", "-stock", "20", "-report-dir", t.TempDir(), "lostlock"}, &stdout, &stderr)
