@@ -60,7 +60,10 @@ func TestBrowserMix(t *testing.T) {
 
 // TestBrowseOutage browses the real API while the cache's Redis is made
 // unavailable for a while: reads keep answering 200, the database takes the
-// load while the hit ratio drops, and the cache heals afterwards.
+// load while the hit ratio drops, and the cache heals afterwards. 75
+// requests/s over 100 products: a rate a busy machine still serves under
+// -race (no arrival is dropped: they queue), with each product read as
+// often as at 150/s over 200.
 func TestBrowseOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: real Postgres and Redis, a few seconds of load")
@@ -69,8 +72,8 @@ func TestBrowseOutage(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := []string{
-		"-target", url, "-admin-token", "t", "-metrics-addr", "", "-rate", "150", "-duration", "6s",
-		"-products", "200", "-outage-at", "2s", "-outage-for", "2s", "-report-dir", dir, "browse",
+		"-target", url, "-admin-token", "t", "-metrics-addr", "", "-rate", "75", "-max-in-flight", "1000", "-duration", "6s",
+		"-products", "100", "-outage-at", "2s", "-outage-for", "2s", "-report-dir", dir, "browse",
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -83,7 +86,7 @@ func TestBrowseOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Errors != 0 || sum.Dropped != 0 || sum.Requests < 800 || !sum.Passed {
+	if sum.Errors != 0 || sum.Dropped != 0 || sum.Requests < 400 || !sum.Passed {
 		t.Errorf("requests=%d errors=%d dropped=%d passed=%v: reads must keep flowing", sum.Requests, sum.Errors, sum.Dropped, sum.Passed)
 	}
 	for _, ep := range []string{endpointProduct, endpointProducts, endpointSearch} {
