@@ -56,7 +56,7 @@ func TestRunEndToEnd(t *testing.T) {
 	dbURL := testenv.PostgresURL(t)
 	node := testenv.Redis(t)
 	bin, api, stderr, base := startAPI(t, dbURL, node.URL())
-	waitFor(t, "/readyz", 10*time.Second, func() bool { return get(base+"/readyz") == http.StatusOK })
+	waitFor(t, "/readyz", time.Minute, func() bool { return get(base+"/readyz") == http.StatusOK })
 	if code := get(base + "/v1/categories/1/stats"); code != http.StatusOK {
 		t.Fatalf("stats: %d", code)
 	}
@@ -81,7 +81,7 @@ func TestRunEndToEnd(t *testing.T) {
 		})
 	}
 	rdb := node.Client()
-	waitFor(t, "the reservations to hold their locks", 10*time.Second, func() bool {
+	waitFor(t, "the reservations to hold their locks", time.Minute, func() bool {
 		keys, _ := rdb.Keys(context.Background(), "{lockx:inventory:*}").Result()
 		return len(keys) == len(codes)
 	})
@@ -233,7 +233,7 @@ func TestReadyWithoutRedis(t *testing.T) {
 	dead := "redis://" + l.Addr().String() // nothing listens once closed
 	_ = l.Close()
 	_, _, _, base := startAPI(t, testenv.PostgresURL(t), dead)
-	waitFor(t, "/readyz with Redis down", 10*time.Second, func() bool { return get(base+"/readyz") == http.StatusOK })
+	waitFor(t, "/readyz with Redis down", time.Minute, func() bool { return get(base+"/readyz") == http.StatusOK })
 	if code := get(base + "/v1/categories/1/stats"); code != http.StatusOK {
 		t.Fatalf("stats with Redis down: %d, want 200 (served without the cache)", code)
 	}
@@ -279,7 +279,7 @@ func TestTraceBackendDownOrHung(t *testing.T) {
 	for name, addr := range map[string]string{"hung": hung.Addr().String(), "down": dead} {
 		t.Run(name, func(t *testing.T) {
 			_, api, stderr, base := startAPI(t, dbURL, node.URL(), "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+addr, "TRACE_SAMPLE=1", "LOG_FORMAT=json")
-			waitFor(t, "/readyz", 10*time.Second, func() bool { return get(base+"/readyz") == http.StatusOK })
+			waitFor(t, "/readyz", time.Minute, func() bool { return get(base+"/readyz") == http.StatusOK })
 			for i := range 200 {
 				if code := get(base + "/v1/categories/" + strconv.Itoa(i%10+1) + "/stats"); code != http.StatusOK {
 					t.Fatalf("request %d with the trace backend %s: %d", i, name, code)

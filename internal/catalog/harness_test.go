@@ -37,10 +37,14 @@ type testAPI struct {
 
 const testAdminToken = "s3cret-admin"
 
+// testLockTTL is the TTL of the products' locks in the tests; lockx bounds
+// each call to Redis at a tenth of it (200ms). Tests that need a lock to be
+// lost let it run out.
+const testLockTTL = 2 * time.Second
+
 // apiOptions adjust newTestAPI.
 type apiOptions struct {
-	lockTTL time.Duration // default 2s
-	scale   float64       // default 0.02 (500 products)
+	scale float64 // default 0.02 (500 products)
 	// lockWait is how long a reservation waits for the product's lock
 	// (lockx.Options.Wait); default 5s.
 	lockWait time.Duration
@@ -51,9 +55,6 @@ type apiOptions struct {
 
 func newTestAPI(t testing.TB, o apiOptions) *testAPI {
 	t.Helper()
-	if o.lockTTL == 0 {
-		o.lockTTL = 2 * time.Second
-	}
 	if o.scale == 0 {
 		o.scale = 0.02
 	}
@@ -101,7 +102,7 @@ func startInstance(t testing.TB, db *pgxpool.Pool, node *testenv.RedisNode, o ap
 		t.Fatal(err)
 	}
 	locker, err := lockx.New([]redis.UniversalClient{lockAP}, lockx.Options{
-		Name: "inventory", TTL: o.lockTTL, Wait: o.lockWait, NoWatchdog: true, Registerer: reg, TracerProvider: o.tracer,
+		Name: "inventory", TTL: testLockTTL, Wait: o.lockWait, NoWatchdog: true, Registerer: reg, TracerProvider: o.tracer,
 	})
 	if err != nil {
 		t.Fatal(err)

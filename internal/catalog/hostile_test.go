@@ -164,12 +164,15 @@ func TestRequestsAndQueriesRunOutOfTimeAs503(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.faults.Set(Faults{DBLatencyMS: 1000, DBLatencyPercent: 100}); err != nil {
+	// 20 s of injected latency: a request its 100ms deadline did not end
+	// would take that long, however fast or slow the machine.
+	const latency = 20 * time.Second
+	if err := a.faults.Set(Faults{DBLatencyMS: int(latency / time.Millisecond), DBLatencyPercent: 100}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	rec := a.spec.serve(t, h, httptest.NewRequest(http.MethodGet, "/v1/categories/2/stats", nil))
-	if took := time.Since(start); took > 900*time.Millisecond {
+	if took := time.Since(start); took >= latency/2 {
 		t.Fatalf("the request took %v: its 100ms deadline did not end it", took)
 	}
 	checkProblem(t, rec, http.StatusServiceUnavailable, "/problems/unavailable")
@@ -224,7 +227,7 @@ func TestIDsAreCountedBeforeSplitting(t *testing.T) {
 // A replay of a finished reservation is answered without taking the
 // product's lock: it answers even while another request holds the lock.
 func TestReplayNeedsNoLock(t *testing.T) {
-	a := newTestAPI(t, apiOptions{lockWait: 100 * time.Millisecond})
+	a := newTestAPI(t, apiOptions{}) // a replay that took the lock would wait lockWait, then answer 503
 	a.setInventory(21, 100, 0)
 	body := reserveBody(21, 1, "replay-no-lock")
 	if rec := a.do(http.MethodPost, "/v1/reservations", body); rec.Code != http.StatusCreated {
@@ -247,7 +250,7 @@ func TestReplayNeedsNoLock(t *testing.T) {
 // A client that goes away while its reservation waits for the lock is
 // counted as cancelled (code 499), not as a lock timeout or a 503.
 func TestAClientThatLeavesIsCountedAsCancelled(t *testing.T) {
-	a := newTestAPI(t, apiOptions{lockWait: 5 * time.Second})
+	a := newTestAPI(t, apiOptions{lockWait: time.Minute}) // the client leaves long before
 	a.setInventory(21, 100, 0)
 	held, err := a.locker.Acquire(context.Background(), "21")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -47,7 +48,7 @@ func TestUnsafeModeOversells(t *testing.T) {
 		read.Done()
 		select {
 		case <-bothRead:
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 			t.Error("the other reservation never read the warehouse")
 		}
 	}
@@ -106,11 +107,13 @@ func TestLockedModesDoNotOversellUnderConcurrency(t *testing.T) {
 }
 
 // TestLostLock plays the lost-lock scenario through the admin pause knob in
-// the two locked modes: request A takes the product's lock (TTL 300ms),
-// reads the warehouse (5 free) and stops for 1.5s before writing; its lock
-// expires, request B takes it, reads 5, takes 3. When A wakes up it writes
-// 5 - 3 as well. In mode lock the warehouse takes that write and a unit is
-// oversold; in mode fenced A's older token is refused and A answers 409.
+// the two locked modes: request A takes the product's lock (TTL 2s), reads
+// the warehouse (5 free) and stops before writing; its lock expires,
+// request B takes it, reads 5, takes 3. When A wakes up it writes 5 - 3 as
+// well. In mode lock the warehouse takes that write and a unit is oversold;
+// in mode fenced A's older token is refused and A answers 409. A stops
+// until B has answered (a test hook), then for the knob's 1.5s: the order
+// does not depend on how fast the machine serves B.
 func TestLostLock(t *testing.T) {
 	for _, m := range []Mode{ModeLock, ModeFenced} {
 		t.Run(string(m), func(t *testing.T) { testLostLock(t, m) })
@@ -122,7 +125,7 @@ func testLostLock(t *testing.T, mode Mode) {
 		product = 41
 		qty     = 3
 	)
-	a := newTestAPI(t, apiOptions{lockTTL: 300 * time.Millisecond})
+	a := newTestAPI(t, apiOptions{lockWait: time.Minute}) // B waits for A's lock to expire
 	a.setInventory(product, 5, 0)
 	a.setMode(mode)
 	rdb := a.redis.Client()
@@ -130,16 +133,23 @@ func testLostLock(t *testing.T, mode Mode) {
 
 	decodeJSON(t, a.admin(http.MethodPut, "/admin/faults", `{"reservation_pause_ms": 1500, "reservation_pause_percent": 100}`),
 		http.StatusOK, nil)
-	aRead := make(chan struct{})
-	var once sync.Once
-	a.svc.betweenReadAndWrite = func(context.Context, int64) { once.Do(func() { close(aRead) }) }
+	aRead, bDone := make(chan struct{}), make(chan struct{})
+	bAnswered := sync.OnceFunc(func() { close(bDone) })
+	defer bAnswered() // also when the test fails before B answers
+	var first atomic.Bool
+	a.svc.betweenReadAndWrite = func(context.Context, int64) {
+		if first.CompareAndSwap(false, true) { // A, not B
+			close(aRead)
+			<-bDone
+		}
+	}
 
 	began := time.Now()
 	doneA := make(chan *httptest.ResponseRecorder, 1)
 	go func() { doneA <- a.do(http.MethodPost, "/v1/reservations", reserveBody(product, qty, "lost-A")) }()
 	select {
 	case <-aRead:
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("A never read the warehouse")
 	}
 	tokenA, err := rdb.Get(context.Background(), lockKey+":fence").Int64()
@@ -152,6 +162,7 @@ func testLostLock(t *testing.T, mode Mode) {
 	// B waits for A's lock to expire, takes it with a newer token, reserves.
 	var resB Reservation
 	decodeJSON(t, a.do(http.MethodPost, "/v1/reservations", reserveBody(product, qty, "lost-B")), http.StatusCreated, &resB)
+	bAnswered()
 	if resB.FenceToken <= tokenA {
 		t.Errorf("B's token %d is not newer than A's %d", resB.FenceToken, tokenA)
 	}

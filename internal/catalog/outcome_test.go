@@ -61,7 +61,7 @@ func TestReserveAnswersWhatTheCommitDid(t *testing.T) {
 // committed under its key, so the answer is 409 fenced.
 func TestReserveLockLostBeforeCommitIs409(t *testing.T) {
 	const product = 46
-	a := newTestAPI(t, apiOptions{lockTTL: 200 * time.Millisecond})
+	a := newTestAPI(t, apiOptions{}) // the lock is lost when its 2s TTL runs out
 	a.setInventory(product, 10, 0)
 	a.svc.betweenReadAndWrite = func(ctx context.Context, _ int64) {
 		select { // the lock's context: it ends when the loss is noticed
@@ -88,7 +88,7 @@ func TestReserveLockLostBeforeCommitIs409(t *testing.T) {
 // answering.
 func (a *testAPI) loseTheLock(t *testing.T) {
 	a.svc.store.lostCommit = func() error {
-		waitFor(t, 10*time.Second, "the lock to be lost", func() bool {
+		waitFor(t, time.Minute, "the lock to be lost", func() bool {
 			return metricValue(t, a.reg, "lockx_lost_total", map[string]string{"name": "inventory"}) >= 1
 		})
 		a.svc.store.SetDelay(func(context.Context) error { return errors.New("database unreachable") })
@@ -103,7 +103,7 @@ func (a *testAPI) loseTheLock(t *testing.T) {
 // it. Before the saga it answered 409 fenced.
 func TestAnUnknownOutcomeIsNeverARefusal(t *testing.T) {
 	const product = 47
-	a := newTestAPI(t, apiOptions{lockTTL: 300 * time.Millisecond})
+	a := newTestAPI(t, apiOptions{}) // the lock is lost when its 2s TTL runs out
 	a.setInventory(product, 10, 0)
 	a.loseTheLock(t)
 	p := checkProblem(t, a.do(http.MethodPost, "/v1/reservations", reserveBody(product, 2, "lost-while-committing")),

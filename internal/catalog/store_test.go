@@ -1082,8 +1082,8 @@ func TestStoreObserverAndDelay(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("error = %v, want context.DeadlineExceeded", err)
 		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("cancelled delay returned after %v", d)
+		if d := time.Since(start); d >= time.Minute {
+			t.Errorf("cancelled delay returned after %v: the hour's delay, not the 30ms deadline", d)
 		}
 	})
 
