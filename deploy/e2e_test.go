@@ -67,7 +67,7 @@ func TestEndToEnd(t *testing.T) {
 		procs = append(procs, startProcess(t, fmt.Sprintf("api-%d", i+1), api, nil, append(env, "HTTP_ADDR="+addr)))
 	}
 	for _, addr := range apis {
-		waitHTTP(t, "http://"+addr+"/readyz", 20*time.Second)
+		waitHTTP(t, "http://"+addr+"/readyz", time.Minute)
 	}
 	lgAddr := testenv.FreeAddr(t)
 	demo := func(name, phases string, burstEvery, burstFor time.Duration, burstRate int) *process {
@@ -77,7 +77,7 @@ func TestEndToEnd(t *testing.T) {
 			"-burst-every", burstEvery.String(), "-burst-for", burstFor.String(), "-burst-rate", strconv.Itoa(burstRate),
 			"-phases", phases, "demo",
 		}, env)
-		waitHTTP(t, "http://"+lgAddr+"/metrics", 10*time.Second)
+		waitHTTP(t, "http://"+lgAddr+"/metrics", time.Minute)
 		return p
 	}
 
@@ -88,7 +88,7 @@ func TestEndToEnd(t *testing.T) {
 		"--enable-feature=exemplar-storage", // as compose and run-local start it
 	}, nil)
 	prom := "http://" + promAddr
-	waitHTTP(t, prom+"/-/ready", 20*time.Second)
+	waitHTTP(t, prom+"/-/ready", time.Minute)
 
 	// The healthy window: the demo with xfetch bursts, after a warm-up that
 	// fills the caches.
