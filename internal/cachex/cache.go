@@ -37,7 +37,6 @@ type Cache[V any] struct {
 	refreshing  map[string]struct{}
 	slots       chan struct{} // background refresh slots
 	loading     chan struct{} // loader call slots (MaxLoads)
-	bounded     bool          // the client's own timeouts are within Options.Timeout
 	reused      *reuse[V]     // Options.ReuseDecoded; nil when off
 	tr          *tracer       // Options.TracerProvider; nil when off
 
@@ -54,9 +53,11 @@ var ErrClosed = errors.New("cachex: cache closed")
 // New returns a cache over rdb (a *redis.Client, *redis.ClusterClient or
 // *redis.Ring, or the *redis.AutoPipeliner of one: docs/cachex.md#clients)
 // that encodes values with codec. It fails when the options are
-// invalid, when the metrics cannot be registered, or when rdb could stall a
-// call beyond Options.Timeout (neither ContextTimeoutEnabled nor read and
-// write timeouts within it).
+// invalid, when the metrics cannot be registered, or when rdb ignores
+// context deadlines (redis.Options.ContextTimeoutEnabled false): every call
+// carries a deadline of Options.Timeout, and only with it do dialling, pool
+// waits, retries, reads and writes all end there. Other client types must
+// honour context deadlines themselves.
 func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache[V], error) {
 	if rdb == nil || codec == nil {
 		return nil, errors.New("cachex: New needs a Redis client and a codec")
@@ -65,8 +66,7 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache
 	if err != nil {
 		return nil, err
 	}
-	bounded, err := checkTimeouts(rdb, opts.Timeout)
-	if err != nil {
+	if err := checkDeadlines(rdb); err != nil {
 		return nil, fmt.Errorf("cachex: %s: %w", opts.Name, err)
 	}
 	cn, err := newConn(rdb, opts.AutoPipeline)
@@ -88,7 +88,6 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache
 		slots:      make(chan struct{}, opts.MaxRefreshes),
 		loading:    make(chan struct{}, opts.MaxLoads),
 		versions:   keyVersions(opts.Version),
-		bounded:    bounded,
 		reused:     newReuse[V](opts.ReuseDecoded),
 		tr:         newTracer(opts.TracerProvider, opts.Name),
 	}
@@ -106,31 +105,27 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache
 	return c, nil
 }
 
-// checkTimeouts makes sure a paused or unreachable Redis cannot hold a call
-// longer than timeout. bounded reports that the client's own read and write
-// timeouts already ensure it, so calls need no context deadline of their own.
-func checkTimeouts(rdb redis.UniversalClient, timeout time.Duration) (bounded bool, err error) {
+// checkDeadlines refuses a go-redis client that ignores context deadlines:
+// its read and write timeouts alone do not bound a dial to an unreachable
+// host, nor the client's retries, so such a client could hold a call far
+// beyond Timeout.
+func checkDeadlines(rdb redis.UniversalClient) error {
 	var ctxOK bool
-	var read, write time.Duration
 	switch c := rdb.(type) {
 	case *redis.Client:
-		o := c.Options()
-		ctxOK, read, write = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
+		ctxOK = c.Options().ContextTimeoutEnabled
 	case *redis.ClusterClient:
-		o := c.Options()
-		ctxOK, read, write = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
+		ctxOK = c.Options().ContextTimeoutEnabled
 	case *redis.Ring:
-		o := c.Options()
-		ctxOK, read, write = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
+		ctxOK = c.Options().ContextTimeoutEnabled
 	default:
-		return false, nil // unknown client: deadlines on every call
+		return nil // another client type must honour deadlines itself
 	}
-	bounded = read > 0 && read <= timeout && write > 0 && write <= timeout
-	if ctxOK || bounded {
-		return bounded, nil
+	if !ctxOK {
+		return errors.New("the Redis client ignores context deadlines, so an unreachable or paused server could hold a call beyond Timeout: " +
+			"set ContextTimeoutEnabled in its options")
 	}
-	return false, fmt.Errorf("the Redis client ignores context deadlines and its read/write timeouts (%v/%v) exceed Timeout %v: "+
-		"set ContextTimeoutEnabled in its options", read, write, timeout)
+	return nil
 }
 
 // Name is the cache's class name, as given in Options.
@@ -249,14 +244,9 @@ func (c *Cache[V]) redisCall(ctx context.Context, op string, f func(ctx context.
 	}
 	l := c.conn.enter()
 	defer l.leave()
-	var err error
-	if c.bounded && !l.batched && !probe { // the client's own timeouts bound the call: spare the deadline
-		err = f(callCtx, l)
-	} else {
-		tctx, cancel := context.WithTimeout(callCtx, c.opts.Timeout)
-		err = f(tctx, l)
-		cancel()
-	}
+	tctx, cancel := context.WithTimeout(callCtx, c.opts.Timeout)
+	err := f(tctx, l)
+	cancel()
 	switch {
 	case err == nil || errors.Is(err, redis.Nil):
 		c.brk.success()

@@ -73,11 +73,9 @@ type Options struct {
 	// write through either invalidates both.
 	InvalidateVersions []string
 
-	// Timeout bounds each Redis call. Default 100ms. The client must honour
-	// context deadlines (redis.Options.ContextTimeoutEnabled) or have read
-	// and write timeouts no longer than this; New checks. A client whose own
-	// read and write timeouts are within Timeout spares each call a context
-	// deadline (about 5 allocations per read).
+	// Timeout bounds each Redis call by a context deadline. Default 100ms.
+	// The client must honour context deadlines
+	// (redis.Options.ContextTimeoutEnabled); New checks.
 	Timeout time.Duration
 	// AutoPipeline sends the cache's commands through the client's
 	// AutoPipeliner whenever another of its calls is in flight, and straight

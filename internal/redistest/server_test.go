@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -97,5 +98,16 @@ func TestKeysAreUnique(t *testing.T) {
 	a, b := redistest.Key(t), redistest.Key(t)
 	if a == b || a[:len(t.Name())] != t.Name() {
 		t.Fatalf("Key gave %q and %q", a, b)
+	}
+}
+
+// TestUnansweringAddressTimesOut: a dial to it neither connects nor is
+// refused; it ends at the dialer's own timeout.
+func TestUnansweringAddressTimesOut(t *testing.T) {
+	addr := redistest.Unanswering(t)
+	_, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("dial %s: %v, want a timeout", addr, err)
 	}
 }

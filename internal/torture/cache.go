@@ -95,7 +95,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 		skew       atomic.Int64 // the second instance's clock offset, in ns
 	)
 	for i := range 2 {
-		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, MaxRetries: -1,
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, MaxRetries: -1, ContextTimeoutEnabled: true,
 			DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond,
 			NewClient: func(opt *redis.Options) *redis.Client {
 				if p, ok := proxyOf[opt.Addr]; ok {
