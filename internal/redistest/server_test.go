@@ -77,16 +77,16 @@ func TestKillRefusesConnections(t *testing.T) {
 	redistest.Must(t, c.Ping(ctx).Err())
 }
 
-// TestNewClusterSpreadsTheSlots: each of three masters holds a share of
+// TestRedisClusterSpreadsTheSlots: each of three masters holds a share of
 // 300 keys.
-func TestNewClusterSpreadsTheSlots(t *testing.T) {
+func TestRedisClusterSpreadsTheSlots(t *testing.T) {
 	ctx := context.Background()
-	cl := redistest.NewCluster(t, 3)
+	cl := redistest.RedisCluster(t, 3)
 	for i := range 300 {
 		redistest.Must(t, cl.Client.Set(ctx, fmt.Sprintf("%s%d", redistest.Key(t), i), i, 0).Err())
 	}
-	for _, s := range cl.Servers {
-		if n, err := redistest.Client(t, s).DBSize(ctx).Result(); err != nil || n < 50 {
+	for _, s := range cl.Nodes {
+		if n, err := s.Client().DBSize(ctx).Result(); err != nil || n < 50 {
 			t.Errorf("master %s holds %d of 300 keys (%v)", s.Addr(), n, err)
 		}
 	}
