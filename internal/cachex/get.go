@@ -255,15 +255,21 @@ func (c *Cache[V]) lead(ctx context.Context, key string, load func(context.Conte
 	v, delta, err := c.compute(ctx, load, reason)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		c.unlock(rk, token)
-		if stale != nil {
-			sv, serr := c.decode(*stale)
-			if serr == nil || errors.Is(serr, ErrNotFound) {
-				return sv, resultStale, serr
-			}
-		}
-		return v, resultMiss, err
+		return c.staleOr(stale, v, err)
 	}
 	c.store(ctx, rk, token, seen, v, err, delta)
+	return v, resultMiss, err
+}
+
+// staleOr serves the expired value stale in place of a failed load's (v,
+// err), when there is one that decodes.
+func (c *Cache[V]) staleOr(stale *entry, v V, err error) (V, string, error) {
+	if stale != nil {
+		sv, serr := c.decode(*stale)
+		if serr == nil || errors.Is(serr, ErrNotFound) {
+			return sv, resultStale, serr
+		}
+	}
 	return v, resultMiss, err
 }
 
