@@ -70,26 +70,6 @@ func (w *waker) wait(ch, holder string) *registration {
 	return r
 }
 
-// rehome moves the registration to a new holder token: from now on only
-// hand-overs to that token reach it, and a pending message is dropped. A
-// nil registration does nothing.
-func (r *registration) rehome(holder string) {
-	if r == nil {
-		return
-	}
-	r.w.mu.Lock()
-	defer r.w.mu.Unlock()
-	if set := r.w.waiters[r.ch]; set != nil {
-		if _, ok := set[r.c]; ok {
-			set[r.c] = holder
-		}
-	}
-	select {
-	case <-r.c:
-	default:
-	}
-}
-
 // stop ends the registration.
 func (r *registration) stop() {
 	w := r.w
