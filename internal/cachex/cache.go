@@ -51,7 +51,7 @@ type Cache[V any] struct {
 var ErrClosed = errors.New("cachex: cache closed")
 
 // New returns a cache over rdb (a *redis.Client, *redis.ClusterClient or
-// *redis.Ring, or the *redis.AutoPipeliner of one: docs/cachex.md#clients)
+// *redis.Ring, or the *redis.AutoPipeliner of one: docs/cachex.md, "Clients")
 // that encodes values with codec. It fails when the options are
 // invalid, when the metrics cannot be registered, or when rdb ignores
 // context deadlines (redis.Options.ContextTimeoutEnabled false): every call

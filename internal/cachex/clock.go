@@ -9,7 +9,7 @@ import (
 
 // now is the cache's estimate of the Redis server's clock (Options.Now plus
 // syncClock's offset), on which every instance compares expiries
-// (docs/cachex.md#failure-behaviour, Clocks).
+// (docs/cachex.md, "Failure behaviour", Clocks).
 func (c *Cache[V]) now() time.Time {
 	return c.opts.Now().Add(time.Duration(c.offset.Load()))
 }

@@ -38,7 +38,10 @@
 // later (its AutoPipeliner), client_golang and the OpenTelemetry trace API
 // (no SDK). To copy it into a service, take this directory and
 // internal/redistest (its tests' private redis-server processes), change
-// the import paths and create the client with ContextTimeoutEnabled; the
-// repository's docs/cachex.md ("Copy it") has the rest, with the math, the
-// failure behaviour and the choice of beta.
+// the import paths and create the client with ContextTimeoutEnabled;
+// docs/cachex.md ("Copy it"), in the project the package comes from, has
+// the rest, with the math, the failure behaviour and the choice of beta.
+//
+// Comments cite sections of that project's documentation as
+// docs/cachex.md, "Section"; keep those pages with a copy.
 package cachex

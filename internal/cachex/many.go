@@ -20,7 +20,7 @@ import (
 // pipeline. A key load leaves out does not exist (absent from the result,
 // cached with NegativeTTL). If load fails, expired values within Grace are
 // served, with the loader's error. Batch misses are not leased across
-// instances (docs/cachex.md#batches).
+// instances (docs/cachex.md, "Batches").
 func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx context.Context, keys []string) (map[string]V, error), opts ...GetOption) (_ map[string]V, err error) {
 	out := make(map[string]V, len(keys))
 	if len(keys) == 0 {

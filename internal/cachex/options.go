@@ -82,7 +82,7 @@ type Options struct {
 	// through the client when a call is alone (nothing to batch with). It
 	// needs a *redis.Client, *redis.ClusterClient or *redis.Ring; a client
 	// that is itself an AutoPipeliner batches every call.
-	// docs/cachex.md#clients.
+	// docs/cachex.md, "Clients".
 	AutoPipeline bool
 	// LoadTimeout bounds a recompute, which runs detached from the caller's
 	// context so that one caller giving up does not fail the others waiting
@@ -115,7 +115,7 @@ type Options struct {
 	// shared by every such hit: callers must treat it as immutable (no
 	// writes through its pointers, maps or slices). Memory: at most
 	// ReuseDecoded envelopes of up to 64 KiB each, plus their values.
-	// Default 0: off. docs/cachex.md#reusing-decoded-values.
+	// Default 0: off. docs/cachex.md, "Reusing decoded values".
 	ReuseDecoded int
 
 	// BreakerFailures is how many Redis failures in a row open the breaker;
@@ -132,7 +132,7 @@ type Options struct {
 	// cachex.get_many around each read, with the outcome, and
 	// cachex.recompute around each loader call, with its reason; the
 	// loader's context carries the recompute span. Nil: no spans, at the
-	// cost of a nil check (docs/metrics.md#spans). Whatever the setting, a
+	// cost of a nil check (docs/metrics.md, "Spans"). Whatever the setting, a
 	// loader call observed while the caller's span is sampled puts its trace
 	// id on cachex_recompute_duration_seconds as an exemplar.
 	TracerProvider trace.TracerProvider

@@ -41,6 +41,10 @@
 // (no SDK); pgfence adds pgx v5. To copy it into a service, take this
 // directory (with pgfence) and internal/redistest (its tests' private
 // redis-server processes), change the import paths and create each client
-// with ContextTimeoutEnabled; the repository's docs/lockx.md ("Copy it") has
+// with ContextTimeoutEnabled; docs/lockx.md ("Copy it"), in the project the
+// package comes from, has
 // the rest.
+//
+// Comments cite sections of that project's documentation as
+// docs/lockx.md, "Section"; keep those pages with a copy.
 package lockx

@@ -13,7 +13,7 @@ import (
 // waker delivers release messages to waiting Acquire calls over one Pub/Sub
 // connection per Locker. Waiters only change a map; a goroutine of its own
 // does the network I/O, each call bounded by Timeout, so a paused server
-// delays wake-ups, never a waiter (docs/lockx.md#the-algorithm, Waiting).
+// delays wake-ups, never a waiter (docs/lockx.md, "The algorithm", Waiting).
 // A message is empty after a release, "holder:token" after a hand-over.
 type waker struct {
 	rdb     redis.UniversalClient
