@@ -30,6 +30,7 @@ test-short: ## the tests that need no servers (go test -short)
 
 DURATION ?= 2m
 .PHONY: torture
+.PHONY: copy-check
 copy-check: ## copy cachex, lockx and redistest into a fresh module with go-redis v9.22.0 (GOREDIS) and run go vet and their tests there
 	bash scripts/copy-check.sh
 
