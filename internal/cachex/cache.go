@@ -28,7 +28,7 @@ type Cache[V any] struct {
 
 	strategy atomic.Value  // Strategy
 	beta     atomic.Uint64 // math.Float64bits of the default beta
-	offset   atomic.Int64  // the Redis server's clock minus Options.Now, in ns
+	offset   atomic.Int64  // the Redis server's clock minus the cache's, in ns
 
 	versions    string     // keyVersions(opts.Version)
 	invalidated []string   // what follows the braces of the keys Invalidate clears
@@ -58,9 +58,12 @@ var ErrClosed = errors.New("cachex: cache closed")
 // carries a deadline of Options.Timeout, and only with it do dialling, pool
 // waits, retries, reads and writes all end there. Other client types must
 // honour context deadlines themselves.
-func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache[V], error) {
+func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options, with ...Option) (*Cache[V], error) {
 	if rdb == nil || codec == nil {
 		return nil, errors.New("cachex: New needs a Redis client and a codec")
+	}
+	for _, f := range with {
+		f(&opts)
 	}
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -82,7 +85,7 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache
 		codec:      codec,
 		opts:       opts,
 		m:          m,
-		brk:        newBreaker(opts.BreakerFailures, opts.BreakerCooldown, opts.Now),
+		brk:        newBreaker(opts.BreakerFailures, opts.BreakerCooldown, opts.now),
 		scripts:    newScripts(),
 		refreshing: make(map[string]struct{}),
 		slots:      make(chan struct{}, opts.MaxRefreshes),
@@ -96,7 +99,7 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache
 		c.invalidated = append(c.invalidated, keyVersions(v))
 	}
 	c.base, c.cancel = context.WithCancel(context.Background())
-	if opts.ClockSync > 0 {
+	if !opts.noClockSync {
 		c.syncClock(c.base)
 		c.spawn(c.keepClock)
 	}
@@ -148,27 +151,16 @@ func (c *Cache[V]) SetStrategy(s Strategy) error {
 // Beta returns the default XFetch beta.
 func (c *Cache[V]) Beta() float64 { return math.Float64frombits(c.beta.Load()) }
 
-// SetBeta sets the default XFetch beta for later reads; 0 disables early
-// refresh. Negative, infinite and NaN values are rejected.
+// SetBeta sets the XFetch beta of later reads; 0 turns early refresh off.
+// With SetStrategy it is the demo's run-time switch (the admin API turns
+// it); a service sets Options.Beta. Negative, infinite and NaN values are
+// rejected.
 func (c *Cache[V]) SetBeta(beta float64) error {
 	if beta < 0 || math.IsInf(beta, 0) || math.IsNaN(beta) {
 		return fmt.Errorf("cachex: %s: beta must be a finite number >= 0, got %v", c.opts.Name, beta)
 	}
 	c.beta.Store(math.Float64bits(beta))
 	return nil
-}
-
-// A GetOption adjusts one read.
-type GetOption func(*getConfig)
-
-type getConfig struct {
-	beta float64
-}
-
-// WithBeta overrides the cache's beta for one read; 0 disables early refresh
-// for it.
-func WithBeta(beta float64) GetOption {
-	return func(g *getConfig) { g.beta = max(0, beta) }
 }
 
 // Close stops background refreshes and waits for them and for recomputes in

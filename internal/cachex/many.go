@@ -21,7 +21,7 @@ import (
 // cached with NegativeTTL). If load fails, expired values within Grace are
 // served, with the loader's error. Batch misses are not leased across
 // instances (docs/cachex.md, "Batches").
-func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx context.Context, keys []string) (map[string]V, error), opts ...GetOption) (_ map[string]V, err error) {
+func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx context.Context, keys []string) (map[string]V, error)) (_ map[string]V, err error) {
 	out := make(map[string]V, len(keys))
 	if len(keys) == 0 {
 		return out, nil
@@ -44,7 +44,7 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx con
 		}
 		return out, c.loadInto(ctx, out, keys, load, reasonMiss)
 	}
-	beta := c.callBeta(opts)
+	beta := c.Beta()
 	if strategy == TTL {
 		beta = 0
 	}
@@ -95,7 +95,7 @@ func (c *Cache[V]) sortMany(keys []string, entries []entry, values []V, beta flo
 		case !e.found:
 			p.need = append(p.need, k)
 		case now.Before(e.expiry):
-			if shouldRefresh(now, e.expiry, e.delta, beta, uniformOpen(c.opts.Rand())) {
+			if shouldRefresh(now, e.expiry, e.delta, beta, uniformOpen(c.opts.rand())) {
 				c.m.gets[resultEarlyRefresh].Inc()
 				p.early = append(p.early, k)
 				p.seen = put(p.seen, k, e)

@@ -109,7 +109,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 			now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 		}
 		c, err := cachex.New(rdb, cachex.JSON[int64]{}, cachex.Options{Name: "torture" + strconv.Itoa(i), Prefix: "torture:",
-			TTL: cfg.TTL, Timeout: 100 * time.Millisecond, Now: now})
+			TTL: cfg.TTL, Timeout: 100 * time.Millisecond}, cachex.WithClock(now))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrSetup, err)
 		}
