@@ -78,6 +78,8 @@ func TestOverAutoPipeliner(t *testing.T) {
 		{"TestMetricsShowContention", TestMetricsShowContention},
 		{"TestPausedFirstServerDoesNotStallAWaiter", TestPausedFirstServerDoesNotStallAWaiter},
 		{"TestPausedMinorityCostsNoTimeout", TestPausedMinorityCostsNoTimeout},
+		{"TestASilentServersVoteIsNotWaitedFor", TestASilentServersVoteIsNotWaitedFor},
+		{"TestPausedMinorityUnderContention", TestPausedMinorityUnderContention},
 		{"TestRedlockAcquiresWithAMinorityKilled", TestRedlockAcquiresWithAMinorityKilled},
 		{"TestRedlockFailsWithAMajorityKilled", TestRedlockFailsWithAMajorityKilled},
 		{"TestRedlockPausedMinorityDoesNotStallAcquire", TestRedlockPausedMinorityDoesNotStallAcquire},
@@ -95,6 +97,7 @@ func TestOverAutoPipeliner(t *testing.T) {
 // why.
 var notOverAutoPipeliner = map[string]string{
 	"TestDependsOnTheOtelAPIOnly":                                "no Redis",
+	"TestReleaseWaitsForALateAcquire":                            "tmp",
 	"TestHandOverNeedsOneServer":                                 "checks option validation only",
 	"TestNewRefusesAClientThatIgnoresDeadlines":                  "checks New's validation of plain clients' options",
 	"TestNewRefusesASafetyMarginWithoutRoomForTheFirstExtension": "checks option validation only",

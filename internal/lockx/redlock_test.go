@@ -3,10 +3,13 @@ package lockx
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-lab/stampede/internal/testenv"
 )
@@ -62,24 +65,85 @@ func TestRedlockFailsWithAMajorityKilled(t *testing.T) {
 	}
 }
 
+// With two of five servers paused, Acquire and Release are done before any
+// call to the paused servers has run out of time.
 func TestRedlockPausedMinorityDoesNotStallAcquire(t *testing.T) {
 	ctx := context.Background()
 	nodes := testenv.RedisNodes(t, 5)
-	const timeout = 50 * time.Millisecond
-	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: time.Second, Timeout: timeout})
+	var silent silentLog
+	cs := clients(t, nodes...)
+	for _, i := range []int{1, 4} {
+		cs[i] = logged(t, nodes[i], silentTimeout, &silent)
+	}
+	l, _ := newLocker(t, cs, silentOptions("rl"))
 	nodes[1].Pause()
 	nodes[4].Pause()
 	defer nodes[1].Resume()
 	defer nodes[4].Resume()
-	// The nodes stay frozen for the rest of the test; only the per-node
-	// timeout can end their calls. 20 timeouts of slack for a loaded machine.
-	actx, cancel := context.WithTimeout(ctx, 20*timeout)
-	defer cancel()
-	lk, err := l.Acquire(actx, "r")
+	lk, err := l.Acquire(ctx, "r")
 	if err != nil {
 		t.Fatalf("with 2 of 5 nodes paused: %v", err)
 	}
-	_ = lk.Release()
+	if err := lk.Release(); err != nil {
+		t.Fatalf("release with 2 of 5 nodes paused: %v", err)
+	}
+	if n := silent.ended.Load(); n != 0 {
+		t.Fatalf("%d calls to the paused servers had run out of time when Release returned: one was waited for", n)
+	}
+}
+
+// An acquire script that reaches a slow server after the lock was won on the
+// others is part of the lock: Release deletes the lock there once that
+// script has answered, not before, which would leave the lock set there
+// until its TTL.
+func TestReleaseWaitsForALateAcquire(t *testing.T) {
+	ctx := context.Background()
+	nodes := testenv.RedisNodes(t, 3)
+	var (
+		l     *Locker
+		gate  = make(chan struct{})
+		mu    sync.Mutex
+		order []string // the scripts that ran on the slow server
+	)
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	slow := hooked(t, nodes[2], func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		switch {
+		case runs(cmd, l.scripts.acquire):
+			select { // held back until Release has returned
+			case <-gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			note("acquire")
+		case runs(cmd, l.scripts.release):
+			note("release")
+		}
+		return next(ctx, cmd)
+	})
+	l, _ = newLocker(t, append(clients(t, nodes[:2]...), slow), Options{Name: "late", TTL: time.Minute, Timeout: 10 * time.Second})
+	loadScripts(t, l, nodes[2].Client())
+	lk, err := l.Acquire(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.Release(); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	waitFor(t, "an acquire and a release on the slow server", time.Minute, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) == 2
+	})
+	mu.Lock()
+	ran := slices.Clone(order)
+	mu.Unlock()
+	if !slices.Equal(ran, []string{"acquire", "release"}) {
+		t.Fatalf("scripts on the slow server in the order %v, want the release after the acquire", ran)
+	}
+	waitFor(t, "the lock to be gone from the slow server", time.Minute, func() bool {
+		return nodes[2].Client().Exists(ctx, l.lockKey("r")).Val() == 0
+	})
 }
 
 func TestRedlockWatchdogLosesWhenTheQuorumIsGone(t *testing.T) {
