@@ -152,19 +152,6 @@ func hooked(t testing.TB, node *testenv.RedisNode, h scriptHook) *redis.Client {
 	return c
 }
 
-// within fails the test unless f returns within d, and returns what it
-// measured.
-func within(t testing.TB, what string, d time.Duration, f func()) time.Duration {
-	t.Helper()
-	start := time.Now()
-	f()
-	took := time.Since(start)
-	if took > d {
-		t.Fatalf("%s took %v, want at most %v", what, took, d)
-	}
-	return took
-}
-
 // loadScripts loads the Locker's scripts on rdb, so that a hook sees each
 // call once, as EVALSHA, and not a NOSCRIPT failure and an EVAL.
 func loadScripts(t testing.TB, l *Locker, rdb redis.UniversalClient) {

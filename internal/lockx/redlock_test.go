@@ -17,7 +17,7 @@ import (
 func TestRedlockAcquiresWithAMinorityKilled(t *testing.T) {
 	ctx := context.Background()
 	nodes := testenv.RedisNodes(t, 5)
-	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: time.Second, Wait: 500 * time.Millisecond})
+	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: 10 * time.Second, Wait: 10 * time.Second})
 	nodes[0].Kill()
 	nodes[3].Kill()
 	lk, err := l.Acquire(ctx, "r")
@@ -44,22 +44,21 @@ func TestRedlockAcquiresWithAMinorityKilled(t *testing.T) {
 func TestRedlockFailsWithAMajorityKilled(t *testing.T) {
 	ctx := context.Background()
 	nodes := testenv.RedisNodes(t, 5)
-	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: time.Second, Wait: 300 * time.Millisecond})
+	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: 10 * time.Second, Wait: 300 * time.Millisecond})
 	for _, n := range nodes[:3] {
 		n.Kill()
 	}
-	budget, cancel := context.WithTimeout(ctx, 5*time.Second) // far beyond Wait: only Wait can end it first
+	// A caller's context far beyond Wait: ErrUnavailable, not its error,
+	// says that Wait ended the Acquire.
+	budget, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if _, err := l.Acquire(budget, "r"); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrNotAcquired) {
 		t.Fatalf("with 3 of 5 nodes down: %v, want ErrUnavailable (and not ErrNotAcquired)", err)
 	}
-	if budget.Err() != nil {
-		t.Fatal("Acquire ran past its wait budget")
-	}
 	// The clean-up of a server that answered late runs in the background,
 	// within Timeout of its reply: it may still be on its way.
 	for _, n := range nodes[3:] {
-		waitFor(t, "a failed Acquire's lock on "+n.Addr()+" to be cleaned up", 5*time.Second, func() bool {
+		waitFor(t, "a failed Acquire's lock on "+n.Addr()+" to be cleaned up", time.Minute, func() bool {
 			return n.Client().Exists(ctx, l.lockKey("r")).Val() == 0
 		})
 	}
@@ -149,10 +148,9 @@ func TestReleaseWaitsForALateAcquire(t *testing.T) {
 func TestRedlockWatchdogLosesWhenTheQuorumIsGone(t *testing.T) {
 	ctx := context.Background()
 	nodes := testenv.RedisNodes(t, 5)
-	// A TTL of 1.5s gives each call 150ms (Timeout, TTL/10): at 300ms the
-	// 30ms calls failed on a loaded CI machine under -race, and no extension
-	// ever succeeded.
-	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: 1500 * time.Millisecond})
+	// Each call gets 300ms: with 30ms calls (a TTL of 300ms) no extension
+	// ever succeeded on a loaded CI machine under -race.
+	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: quickTTL, Timeout: quickTimeout})
 	lk, err := l.Acquire(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +159,7 @@ func TestRedlockWatchdogLosesWhenTheQuorumIsGone(t *testing.T) {
 	// may still be on their way. Deleted before they run, the key would be
 	// set again there, and a quorum would go on holding it.
 	key := l.lockKey("r")
-	waitFor(t, "the lock set on all five servers", 10*time.Second, func() bool {
+	waitFor(t, "the lock set on all five servers", time.Minute, func() bool {
 		for _, n := range nodes {
 			if n.Client().Exists(ctx, key).Val() != 1 {
 				return false
@@ -178,7 +176,7 @@ func TestRedlockWatchdogLosesWhenTheQuorumIsGone(t *testing.T) {
 	for _, n := range nodes[:2] {
 		del(n)
 	}
-	waitFor(t, "an extension by the remaining quorum", 10*time.Second, func() bool { return testutil.ToFloat64(l.m.extOK) >= 2 })
+	waitFor(t, "an extension by the remaining quorum", time.Minute, func() bool { return testutil.ToFloat64(l.m.extOK) >= 2 })
 	if lk.Context().Err() != nil {
 		t.Fatalf("lost with a quorum still holding: %v", context.Cause(lk.Context()))
 	}
@@ -186,8 +184,8 @@ func TestRedlockWatchdogLosesWhenTheQuorumIsGone(t *testing.T) {
 	del(nodes[2])
 	select {
 	case <-lk.Context().Done():
-	case <-time.After(20 * time.Second):
-		t.Fatal("the lock was not lost 20s after a third of five servers lost it")
+	case <-time.After(time.Minute):
+		t.Fatal("the lock was not lost a minute after a third of five servers lost it")
 	}
 	if !errors.Is(context.Cause(lk.Context()), ErrLost) {
 		t.Fatalf("cause %v, want ErrLost", context.Cause(lk.Context()))
@@ -198,7 +196,7 @@ func TestRedlockWatchdogLosesWhenTheQuorumIsGone(t *testing.T) {
 func TestFencingTokenSurvivesARestartThatLosesData(t *testing.T) {
 	ctx := context.Background()
 	node := testenv.RedisNodes(t, 1)[0]
-	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: time.Second})
+	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: 10 * time.Second})
 	var last int64
 	for range 3 {
 		lk, err := l.Acquire(ctx, "r")
@@ -209,7 +207,7 @@ func TestFencingTokenSurvivesARestartThatLosesData(t *testing.T) {
 		_ = lk.Release()
 	}
 	node.Restart() // the counter is gone with the data
-	waitFor(t, "the node to answer", 5*time.Second, func() bool { return node.Client().Ping(ctx).Err() == nil })
+	waitFor(t, "the node to answer", time.Minute, func() bool { return node.Client().Ping(ctx).Err() == nil })
 	lk, err := l.Acquire(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +226,7 @@ func TestRedlockTokensIncreaseAcrossHandoffsWhileNodesRestart(t *testing.T) {
 	nodes := testenv.RedisNodes(t, 5)
 	var lockers []*Locker
 	for range 4 {
-		l, _ := newLocker(t, clients(t, nodes...), Options{Name: "fence", TTL: time.Second, Wait: 2 * time.Second})
+		l, _ := newLocker(t, clients(t, nodes...), Options{Name: "fence", TTL: 10 * time.Second, Wait: 10 * time.Second})
 		lockers = append(lockers, l)
 	}
 	var last int64
