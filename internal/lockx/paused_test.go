@@ -41,7 +41,7 @@ func TestPausedFirstServerDoesNotStallAWaiter(t *testing.T) {
 	defer held.Release()
 	var silent silentLog
 	cs := append([]redis.UniversalClient{logged(t, nodes[0], silentTimeout, &silent)}, clients(t, nodes[1:]...)...)
-	waiter, _ := newLocker(t, cs, opts) // its wake-ups come from server 0
+	waiter, _ := newLocker(t, cs, opts) // it listens for wake-ups on server 0 too
 	nodes[0].Pause()
 	defer nodes[0].Resume()
 	for i := range 3 {
