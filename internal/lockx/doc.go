@@ -19,10 +19,11 @@
 //     makes a lost lock harmless.
 //
 // Every call to a server is bounded by Options.Timeout, and calls to several
-// servers decide as soon as a quorum has answered, so a paused or
-// unreachable minority costs nothing; Acquire returns at most Timeout after
-// Options.Wait. Waiters retry with jittered backoff and wake at once when the
-// holder releases (Pub/Sub); with Options.HandOver (one server) they queue
+// servers decide on a quorum's replies, so no call waits for a paused or
+// unreachable minority (under contention it costs its vote: more attempts,
+// not failures); Acquire returns at most Timeout after Options.Wait. Waiters
+// retry with jittered backoff and wake at once when the holder releases
+// (Pub/Sub, on every server); with Options.HandOver (one server) they queue
 // instead, and Release hands the lock to the first of them. Errors tell
 // "held by another" (ErrNotAcquired), "too few servers answered"
 // (ErrUnavailable) and "lost" (ErrLost) apart; a caller's cancelled context

@@ -34,7 +34,7 @@ func takeTokens(t *testing.T, l *Locker, resource string, n int, after int64) in
 // before the last acquisitions) must not re-issue tokens.
 func TestTokensIncreaseAfterARestartFromASnapshot(t *testing.T) {
 	node := testenv.RedisNodes(t, 1)[0]
-	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: time.Second})
+	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: 10 * time.Second})
 	last := takeTokens(t, l, "r", 3, 0)
 	node.Snapshot()
 	last = takeTokens(t, l, "r", 5, last) // lost with the crash below
@@ -47,7 +47,7 @@ func TestTokensIncreaseAfterARestartFromASnapshot(t *testing.T) {
 // servers' clocks remember.
 func TestRedlockTokensIncreaseWithAMajorityRestoredFromSnapshots(t *testing.T) {
 	nodes := testenv.RedisNodes(t, 3)
-	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "fence", TTL: time.Second, Wait: 2 * time.Second})
+	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "fence", TTL: 10 * time.Second, Wait: 10 * time.Second})
 	last := takeTokens(t, l, "r", 3, 0)
 	for round := range 3 {
 		for _, n := range nodes {
@@ -67,7 +67,7 @@ func TestFenceCounterExpiresAndRestartsAboveTheLastToken(t *testing.T) {
 	ctx := context.Background()
 	node := testenv.RedisNodes(t, 1)[0]
 	rdb := node.Client()
-	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: time.Second})
+	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: 10 * time.Second})
 	last := takeTokens(t, l, "r", 3, 0)
 	key := fenceKey(l.lockKey("r"))
 	pttl := rdb.PTTL(ctx, key).Val()
@@ -86,7 +86,7 @@ func TestTokensIncreaseFasterThanTheClock(t *testing.T) {
 	ctx := context.Background()
 	node := testenv.RedisNodes(t, 1)[0]
 	rdb := node.Client()
-	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: time.Second})
+	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: 10 * time.Second})
 	key := fenceKey(l.lockKey("r"))
 	// A counter far ahead of the clock, as a raise from a server whose clock
 	// is ahead leaves it.

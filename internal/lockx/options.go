@@ -25,6 +25,8 @@ type Options struct {
 	Wait time.Duration
 	// RetryMin and RetryMax bound the jittered, doubling pause between
 	// attempts when no release wakes the waiter first. Defaults 5ms, 200ms.
+	// RetryMin is also the least an attempt waits for the other servers'
+	// votes once a quorum has answered without settling it.
 	RetryMin, RetryMax time.Duration
 	// Timeout bounds each call to a server (a context deadline), and one
 	// attempt in all. Default TTL/10. It must be below TTL/3 so a dead node

@@ -57,14 +57,17 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0`
 
 // releaseSrc deletes the lock if the caller still holds it and wakes the
-// waiters: a message on the resource's channel.
+// waiters: a message on the resource's channel, the release's id (the same
+// on every server of one release, so that a waiter listening on all of them
+// is woken once).
 //
-//	KEYS[1] lock key, ARGV[1] holder token, ARGV[2] wake-up channel
+//	KEYS[1] lock key, ARGV[1] holder token, ARGV[2] wake-up channel,
+//	ARGV[3] release id
 //	returns 1 released, 0 not held
 const releaseSrc = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[2], '')
+redis.call('PUBLISH', ARGV[2], ARGV[3])
 return 1`
 
 // queuedAcquireSrc is acquireSrc for Options.HandOver: a caller that finds

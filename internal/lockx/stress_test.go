@@ -27,10 +27,10 @@ func TestMutualExclusionUnderStress(t *testing.T) {
 func stress(t *testing.T, handOver bool) {
 	ctx := context.Background()
 	node := testenv.Redis(t)
-	const ttl = 300 * time.Millisecond
+	const ttl = quickTTL
 	lockers := [2]*Locker{}
 	for i := range lockers {
-		lockers[i], _ = newLocker(t, clients(t, node), Options{Name: "stress", TTL: ttl, Timeout: 80 * time.Millisecond, Wait: time.Minute, HandOver: handOver})
+		lockers[i], _ = newLocker(t, clients(t, node), Options{Name: "stress", TTL: ttl, Timeout: quickTimeout, Wait: time.Minute, HandOver: handOver})
 	}
 	type interval struct {
 		token              int64
