@@ -178,21 +178,10 @@ func WithClock(now func() time.Time) Option { return func(o *Options) { o.now = 
 // of the cached answer return ErrNotFound itself.
 var ErrNotFound = errors.New("cachex: not found")
 
+// withDefaults checks o and fills its zero fields with their defaults.
 func (o Options) withDefaults() (Options, error) {
-	if o.Name == "" {
-		return o, errors.New("cachex: Options.Name is required")
-	}
-	if o.TTL < time.Millisecond {
-		return o, fmt.Errorf("cachex: %s: Options.TTL %v is below 1ms (envelopes keep milliseconds)", o.Name, o.TTL)
-	}
-	if o.NegativeTTL > 0 && o.NegativeTTL < time.Millisecond {
-		return o, fmt.Errorf("cachex: %s: Options.NegativeTTL %v is below 1ms", o.Name, o.NegativeTTL)
-	}
-	if strings.ContainsAny(o.Name+o.Prefix+o.Version+strings.Join(o.InvalidateVersions, ""), "{}") {
-		return o, fmt.Errorf("cachex: %s: Name, Prefix and versions must not contain { or }: keys put the hash tag around them", o.Name)
-	}
-	if o.Beta < 0 || o.Grace < 0 || o.Timeout < 0 || o.LeaseWait < 0 || o.NegativeTTL < 0 || o.ReuseDecoded < 0 || o.ClockSync < 0 {
-		return o, fmt.Errorf("cachex: %s: negative Beta, Grace, Timeout, LeaseWait, NegativeTTL, ReuseDecoded or ClockSync", o.Name)
+	if err := o.validate(); err != nil {
+		return o, err
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
@@ -212,9 +201,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Strategy == "" {
 		o.Strategy = XFetch
-	}
-	if _, err := ParseStrategy(string(o.Strategy)); err != nil {
-		return o, err
 	}
 	if o.Prefix == "" {
 		o.Prefix = o.Name + ":"
@@ -238,4 +224,28 @@ func (o Options) withDefaults() (Options, error) {
 		o.rand = randFloat64
 	}
 	return o, nil
+}
+
+// validate refuses options no default can make work.
+func (o Options) validate() error {
+	if o.Name == "" {
+		return errors.New("cachex: Options.Name is required")
+	}
+	if o.TTL < time.Millisecond {
+		return fmt.Errorf("cachex: %s: Options.TTL %v is below 1ms (envelopes keep milliseconds)", o.Name, o.TTL)
+	}
+	if o.NegativeTTL > 0 && o.NegativeTTL < time.Millisecond {
+		return fmt.Errorf("cachex: %s: Options.NegativeTTL %v is below 1ms", o.Name, o.NegativeTTL)
+	}
+	if strings.ContainsAny(o.Name+o.Prefix+o.Version+strings.Join(o.InvalidateVersions, ""), "{}") {
+		return fmt.Errorf("cachex: %s: Name, Prefix and versions must not contain { or }: keys put the hash tag around them", o.Name)
+	}
+	if o.Beta < 0 || o.Grace < 0 || o.Timeout < 0 || o.LeaseWait < 0 || o.NegativeTTL < 0 || o.ReuseDecoded < 0 || o.ClockSync < 0 {
+		return fmt.Errorf("cachex: %s: negative Beta, Grace, Timeout, LeaseWait, NegativeTTL, ReuseDecoded or ClockSync", o.Name)
+	}
+	if o.Strategy == "" {
+		return nil
+	}
+	_, err := ParseStrategy(string(o.Strategy))
+	return err
 }
