@@ -476,6 +476,11 @@ start() {
 		[ -z "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" ] || printf 'OTEL_EXPORTER_OTLP_ENDPOINT=%q\n' "$OTEL_EXPORTER_OTLP_ENDPOINT"
 		[ -z "${TRACE_SAMPLE:-}" ] || printf 'TRACE_SAMPLE=%q\n' "$TRACE_SAMPLE"
 		[ -z "$JAEGER_URL" ] || echo "JAEGER_URL=$JAEGER_URL"
+		echo "PROMETHEUS_URL=http://$PROMETHEUS_ADDR"
+		# loadgen's defaults: the API to load, and its own /metrics on the
+		# address this stack's Prometheus scrapes.
+		echo "LOADGEN_TARGET=http://$HTTP_ADDR"
+		echo "LOADGEN_METRICS_ADDR=$LOADGEN_ADDR"
 	} >"$RUN/env"
 
 	go build -o "$RUN/api" ./cmd/api
