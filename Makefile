@@ -116,7 +116,7 @@ experiments: ## rerun the four guided experiments against make run-local into EX
 # labelled quiet was measured quiet.
 .PHONY: experiments-busy
 experiments-busy: ## make experiments beside one CPU hog per core; the reports are labelled busy
-	bash scripts/with-hogs.sh $(MAKE) --no-print-directory experiments CONDITIONS="busy: $$(nproc) CPU hogs beside the run, one per core (make experiments-busy)"
+	bash scripts/with-hogs.sh $(MAKE) --no-print-directory experiments CONDITIONS="busy: $$(nproc) CPU hogs beside the run, one per core (make experiments-busy); load average $$(cut -d' ' -f1 /proc/loadavg) on $$(nproc) cores at the start"
 
 .PHONY: experiments-quiet
 experiments-quiet: ## make experiments on a quiet machine (refuses while the load average is above half the cores); the reports are labelled quiet

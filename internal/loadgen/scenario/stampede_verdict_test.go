@@ -15,7 +15,8 @@ import (
 
 // TestPhaseVerdictByPurpose: a ttl or none phase never fails, whatever its
 // errors, drops or duplicates, and says whether it stampeded; an xfetch
-// phase fails on its error rate and on its duplicate recomputes.
+// phase fails on its failed requests and on its duplicate recomputes, not
+// on its drops.
 func TestPhaseVerdictByPurpose(t *testing.T) {
 	for _, c := range []struct {
 		name      string
@@ -26,8 +27,9 @@ func TestPhaseVerdictByPurpose(t *testing.T) {
 		{"ttl stampede with drops", PhaseSummary{Name: "ttl", Strategy: "ttl", ErrorRate: 0.4, RecomputesPerKeyWindow: 40, DuplicatesPerKeyWindow: 30}, true, true},
 		{"ttl without a stampede", PhaseSummary{Name: "ttl", Strategy: "ttl", RecomputesPerKeyWindow: 1.2}, true, false},
 		{"none", PhaseSummary{Name: "none", Strategy: "none", ErrorRate: 1, RecomputesPerKeyWindow: 200}, true, true},
-		{"xfetch within bounds", PhaseSummary{Name: "xfetch:1", Strategy: "xfetch", ErrorRate: 0.01, RecomputesPerKeyWindow: 1.1, DuplicatesPerKeyWindow: 0.5}, true, false},
-		{"xfetch errors", PhaseSummary{Name: "xfetch:1", Strategy: "xfetch", ErrorRate: 0.02, RecomputesPerKeyWindow: 1}, false, false},
+		{"xfetch within bounds", PhaseSummary{Name: "xfetch:1", Strategy: "xfetch", Requests: 100, Errors: 1, RecomputesPerKeyWindow: 1.1, DuplicatesPerKeyWindow: 0.5}, true, false},
+		{"xfetch drops are figures", PhaseSummary{Name: "xfetch:1", Strategy: "xfetch", Requests: 100, Dropped: 50, ErrorRate: 0.33, RecomputesPerKeyWindow: 1}, true, false},
+		{"xfetch errors", PhaseSummary{Name: "xfetch:1", Strategy: "xfetch", Requests: 100, Errors: 2, ErrorRate: 0.02, RecomputesPerKeyWindow: 1}, false, false},
 		{"xfetch duplicates", PhaseSummary{Name: "xfetch:1", Strategy: "xfetch", RecomputesPerKeyWindow: 3, DuplicatesPerKeyWindow: 2}, false, true},
 	} {
 		c.p.judge(0.01, 0.5)
