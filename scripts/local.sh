@@ -285,11 +285,15 @@ start_jaeger() {
 
 # prometheus_config prints deploy/prometheus.yml for this stack: the compose
 # host names become the local addresses and the rule file its path in the
-# checkout. It fails when the file no longer has the shape it rewrites.
+# checkout. Without DEMO=1 no load generator runs but the experiments' (on
+# LOADGEN_ADDR, when one runs), so its target is labelled optional="true",
+# which StampedeTargetDown leaves out. It fails when the file no longer has
+# the shape it rewrites.
 prometheus_config() {
-	local src=deploy/prometheus.yml out
+	local src=deploy/prometheus.yml out optional=""
+	[ "$DEMO" = 1 ] || optional='\n        labels: {optional: "true"} # no demo load: an experiment'"'"'s loadgen, when one runs'
 	out=$(sed -e "s|\[api-1:8080, api-2:8080\]|[$HTTP_ADDR]|" \
-		-e "s|\[loadgen:9102\]|[$LOADGEN_ADDR]|" \
+		-e "s|\[loadgen:9102\]|[$LOADGEN_ADDR]$optional|" \
 		-e "s|/etc/prometheus/rules/alerts.yml|$PWD/deploy/rules/alerts.yml|" "$src")
 	for want in "[$HTTP_ADDR]" "[$LOADGEN_ADDR]" "$PWD/deploy/rules/alerts.yml"; do
 		grep -qF -- "$want" <<<"$out" || { echo "local.sh: $src no longer has the targets or rule_files it rewrites ($want)" >&2; return 1; }

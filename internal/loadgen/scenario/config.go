@@ -84,7 +84,7 @@ func (c *Config) register(fs *flag.FlagSet, target, pauseDemo, jaeger *string, g
 	fs.StringVar(&c.ReportDir, "report-dir", "",
 		"where stampede, browse, reserve, lostlock and capacity write summary.json, report.md and the PNG charts (default: a new scratch directory, printed at the end)")
 	fs.Float64Var(&c.MaxErrorRate, "max-error-rate", defaultMaxErrorRate,
-		"fail the run when (errors + dropped) / scheduled requests exceeds this (capacity: a step whose ratio exceeds it fails and ends the class's ramp)")
+		"browse, and stampede's xfetch phases: fail when more than this share of the requests sent failed (errors / sent; arrivals dropped at -max-in-flight, the machine not keeping up, are reported, not bounded); reserve, lostlock: when (errors + dropped) / scheduled exceeds it; capacity: a step whose (errors + dropped) / scheduled exceeds it fails and ends the class's ramp")
 	fs.StringVar(pauseDemo, "pause-demo", "",
 		"base URL of a running demo's -metrics-addr (e.g. http://127.0.0.1:9102): pause it for this run and resume it after, so it does not change the API's settings under the run")
 	fs.Float64Var(&c.TraceSample, "trace-sample", 1,

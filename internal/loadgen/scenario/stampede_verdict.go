@@ -65,7 +65,8 @@ func (p *PhaseSummary) judge(maxErrorRate, maxDuplicates float64) {
 	p.Verdict = v
 }
 
-// failedRate is the share of the requests sent that failed.
+// failedRate is the share of the requests sent that failed (see
+// Load.FailedRate).
 func (p *PhaseSummary) failedRate() float64 {
 	if p.Requests == 0 {
 		return 0

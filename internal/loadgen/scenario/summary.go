@@ -92,11 +92,24 @@ type summary interface {
 	WriteTable(w io.Writer)
 }
 
-// conclude adds the error rate's failure to v, writes sum's report and
-// table, and returns v's failures as an error wrapping errErrorRate.
-func (e *Env) conclude(ctx context.Context, scenario string, sum summary, v *Verdict, errorRate float64) error {
-	if errorRate > v.MaxErrorRate {
-		v.Failures = append(v.Failures, fmt.Sprintf("error rate %.4f > %.4f", errorRate, v.MaxErrorRate))
+// FailedRate is the share of the requests sent that failed (errors /
+// requests): what -max-error-rate bounds for browse and stampede's bounded
+// phases. Dropped arrivals are not in it: loadgen drops an arrival when
+// -max-in-flight requests are open, which is the machine not keeping up
+// with the schedule (ErrorRate counts them).
+func (l *Load) FailedRate() float64 {
+	if l.Requests == 0 {
+		return 0
+	}
+	return float64(l.Errors) / float64(l.Requests)
+}
+
+// conclude adds the failed requests' failure to v when load's FailedRate
+// passes v's bound, writes sum's report and table, and returns v's
+// failures as an error wrapping errErrorRate.
+func (e *Env) conclude(ctx context.Context, scenario string, sum summary, v *Verdict, load *Load) error {
+	if r := load.FailedRate(); r > v.MaxErrorRate {
+		v.Failures = append(v.Failures, fmt.Sprintf("%d of %d requests failed (%.4f > %.4f)", load.Errors, load.Requests, r, v.MaxErrorRate))
 	}
 	return e.concludeJudged(ctx, scenario, sum, v, errErrorRate)
 }
