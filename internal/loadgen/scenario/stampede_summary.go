@@ -135,12 +135,19 @@ func (s *StampedeSummary) Report() report.Report {
 		hits.Lines = append(hits.Lines, timelineLine(p.Name, p.Timeline, serverHitRatio))
 		names, pts = append(names, p.Name+" "), append(pts, p.Timeline)
 	}
+	// The points after a phase's schedule ended are its last requests
+	// finishing.
+	marks := []report.Mark{{X: s.PhaseSeconds, Label: "phase ends; later points: its last requests finishing"}}
+	errs := errorsChart(names, pts, "seconds into the phase")
+	for _, c := range []*report.Chart{&latency, &recomputes, &hits, &errs} {
+		c.Marks = marks
+	}
 	return s.Traces.addTo(report.Report{
 		Title: "Stampede: " + s.Cache + " under each strategy",
 		Intro: withConditions(fmt.Sprintf("%g requests/s (open model) at %d hot keys of %s on %s, %gs per phase, %s to %s.",
 			s.RateRPS, s.HotKeys, s.Cache, s.Target, s.PhaseSeconds, s.Started.Format(time.RFC3339), s.Finished.Format(time.RFC3339)), s.Conditions),
 		Tables: []report.Table{table},
-		Charts: []report.Chart{latency, recomputes, hits, errorsChart(names, pts, "seconds into the phase")},
+		Charts: []report.Chart{latency, recomputes, hits, errs},
 		Notes:  s.Failures,
 	})
 }
