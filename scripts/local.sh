@@ -14,7 +14,9 @@
 # PROMETHEUS_ADDR (127.0.0.1:9090), SCALE (seed scale, 1), ADMIN_TOKEN (local-admin),
 # DEMO (1: also run the load generator's endless demo mix, as compose does; off by default,
 # so that the guided experiments drive the API alone; a start without it stops a running one),
-# LOADGEN_ADDR (127.0.0.1:9102: the demo's /metrics, which Prometheus scrapes),
+# LOADGEN_ADDR (127.0.0.1:9102: the demo's /metrics, which Prometheus scrapes; env records it as
+# LOADGEN_METRICS_ADDR and the API as LOADGEN_TARGET, the load generator's defaults, so an experiment's
+# loadgen is scraped too; without DEMO=1 the target is labelled optional, left out of StampedeTargetDown),
 # JAEGER (unset: run Jaeger when JAEGER_BIN exists; 1: build it first with make jaeger, which
 # takes a few minutes the first time and seconds after; 0: no Jaeger, and a running one
 # is stopped; the API then gets the environment's OTEL_EXPORTER_OTLP_ENDPOINT, if any),
