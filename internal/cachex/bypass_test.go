@@ -24,10 +24,13 @@ func TestABypassingReadAfterInvalidateDoesNotJoinAnOlderLoad(t *testing.T) {
 	for _, batch := range []bool{false, true} {
 		t.Run(map[bool]string{false: "get", true: "batch"}[batch], func(t *testing.T) {
 			ctx := context.Background()
-			opts := Options{Name: "bypass-inv", Prefix: "bypass-inv-" + itoa(time.Now().UnixNano()) + ":", TTL: time.Minute, Timeout: 50 * time.Millisecond}
+			opts := Options{Name: "bypass-inv", Prefix: "bypass-inv-" + itoa(time.Now().UnixNano()) + ":", TTL: time.Minute}
 			a, _ := newCache(t, client(t, node), JSON[string]{}, opts)
 			dead := redis.NewClient(&redis.Options{Addr: testenv.FreeAddr(t), ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
 			t.Cleanup(func() { _ = dead.Close() })
+			// Nothing listens at b's address: its calls fail at once, and a
+			// short Timeout only bounds a dial that would hang.
+			opts.Timeout = 50 * time.Millisecond
 			b, _ := newCache(t, dead, JSON[string]{}, opts)
 			read := func(ctx context.Context, s *source) (string, error) {
 				if !batch {
@@ -39,7 +42,7 @@ func TestABypassingReadAfterInvalidateDoesNotJoinAnOlderLoad(t *testing.T) {
 			s := newSource()
 			first := make(chan string, 1)
 			go func() { v, _ := read(ctx, s); first <- v }()
-			waitFor(t, "the bypassing load to read the source", time.Minute, func() bool { return s.reading.Load() == 1 })
+			waitFor(t, "the bypassing load to read the source", func() bool { return s.reading.Load() == 1 })
 			s.version.Store(2)
 			if err := a.Invalidate(ctx, "k"); err != nil {
 				t.Fatal(err)
@@ -49,7 +52,7 @@ func TestABypassingReadAfterInvalidateDoesNotJoinAnOlderLoad(t *testing.T) {
 			b.loads.mu.Unlock()
 			later := make(chan string, 1)
 			go func() { v, _ := read(ctx, s); later <- v }()
-			waitFor(t, "the later read to join a flight", time.Minute, func() bool {
+			waitFor(t, "the later read to join a flight", func() bool {
 				b.loads.mu.Lock()
 				defer b.loads.mu.Unlock()
 				return older.waiters == 2 || b.loads.m["k"] != older

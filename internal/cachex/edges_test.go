@@ -71,14 +71,18 @@ func TestGetManyOnAClusterReportsALaterNodesFailure(t *testing.T) {
 	ctx := context.Background()
 	cl := testenv.RedisCluster(t, 3)
 	opt := cl.Client.Options()
+	// No retries and no timeouts of the client's own: the cache's Timeout
+	// ends the call to the paused node. It is a second so that the healthy
+	// node's answer, on a busy machine, is not cut short too (that would
+	// hide the case under test behind a second failure).
 	opt.ContextTimeoutEnabled, opt.MaxRetries = true, -1
-	opt.ReadTimeout, opt.WriteTimeout = 200*time.Millisecond, 200*time.Millisecond
+	opt.ReadTimeout, opt.WriteTimeout = -1, -1
 	rdb := redis.NewClusterClient(opt)
 	t.Cleanup(func() { _ = rdb.Close() })
 	if err := rdb.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }); err != nil {
 		t.Fatal(err)
 	}
-	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "cl", TTL: time.Minute, Timeout: 300 * time.Millisecond, BreakerFailures: 1000})
+	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "cl", TTL: time.Minute, Timeout: time.Second, BreakerFailures: 1000})
 	// A key on the first node (missing) and one on the last (its node paused).
 	var first, last string
 	for i := 0; first == "" || last == ""; i++ {
@@ -137,7 +141,7 @@ func TestBatchRefreshCountsALockErrorAsAnError(t *testing.T) {
 	if _, err := c.GetMany(ctx, []string{"a"}, load); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the failed lock to be counted", 5*time.Second, func() bool {
+	waitFor(t, "the failed lock to be counted", func() bool {
 		return counterOf(c.m.redisErrs.WithLabelValues("lock")) == 1
 	})
 	if n := counterOf(c.m.contended); n != 0 {

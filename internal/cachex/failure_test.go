@@ -14,15 +14,20 @@ import (
 
 // TestRedisKilledMidRun: callers keep getting values with no error, at most
 // one loader per key runs at a time in the process, the breaker stops paying
-// for Redis calls, and the cache heals by itself once Redis is back.
+// for Redis calls, and the cache heals by itself once Redis is back. The
+// breaker's cooldown runs on an injected clock: while it stands still the
+// open breaker sends Redis nothing at all, however long the machine takes
+// to serve the reads; once a cooldown has passed, a probe finds Redis back.
 func TestRedisKilledMidRun(t *testing.T) {
 	ctx := context.Background()
 	node := testenv.RedisNodes(t, 1)[0]
 	rdb := client(t, node)
 	cmds := &commands{}
 	rdb.AddHook(cmds)
+	clk := newClock()
+	const cooldown = 200 * time.Millisecond
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{
-		Name: "outage", TTL: time.Minute, BreakerFailures: 3, BreakerCooldown: 200 * time.Millisecond,
+		Name: "outage", TTL: time.Minute, BreakerFailures: 3, BreakerCooldown: cooldown, now: clk.Now, noClockSync: true,
 	})
 	l := &loader{delay: 5 * time.Millisecond}
 	if _, err := c.Get(ctx, "k", l.load); err != nil {
@@ -43,21 +48,27 @@ func TestRedisKilledMidRun(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "hits before the outage", 5*time.Second, func() bool { return gets(c, resultHit) > 100 })
+	waitFor(t, "hits before the outage", func() bool { return gets(c, resultHit) > 100 })
 	node.Kill()
-	waitFor(t, "the breaker to open", 5*time.Second, c.brk.open)
-	waitFor(t, "reads served without Redis", 5*time.Second, func() bool { return gets(c, resultBypass) > 200 })
-	// Open breaker: Redis is not even asked while callers are served.
+	waitFor(t, "the breaker to open", c.brk.open)
+	waitFor(t, "reads served without Redis", func() bool { return gets(c, resultBypass) > 200 })
+	// Open breaker, no cooldown passed: Redis is not even asked while
+	// callers are served.
 	before := cmds.count("get")
 	bypassBefore := gets(c, resultBypass)
-	waitFor(t, "more bypassed reads", 5*time.Second, func() bool { return gets(c, resultBypass) > bypassBefore+200 })
-	if asked := cmds.count("get") - before; asked > 20 {
-		t.Errorf("%d GETs sent for %d reads while the breaker was open; want only the probes", asked, gets(c, resultBypass)-bypassBefore)
+	waitFor(t, "more bypassed reads", func() bool { return gets(c, resultBypass) > bypassBefore+200 })
+	if asked := cmds.count("get") - before; asked != 0 {
+		t.Errorf("%d GETs sent for %d reads while the breaker was open and no cooldown had passed; want none", asked, gets(c, resultBypass)-bypassBefore)
 	}
 
 	node.Restart()
 	hitsBefore := gets(c, resultHit)
-	waitFor(t, "hits again after Redis came back", 5*time.Second, func() bool { return gets(c, resultHit) > hitsBefore+100 })
+	// A cooldown passes between polls: a read after it is the probe, which
+	// finds Redis back (or, failing, opens the breaker for another one).
+	waitFor(t, "hits again after Redis came back", func() bool {
+		clk.Add(cooldown)
+		return gets(c, resultHit) > hitsBefore+100
+	})
 	stop.Store(true)
 	wg.Wait()
 
@@ -76,7 +87,7 @@ func TestRedisPausedCallsReturnWithinTimeout(t *testing.T) {
 	node := testenv.RedisNodes(t, 1)[0]
 	opt := node.Options()
 	opt.ContextTimeoutEnabled = true
-	opt.ReadTimeout, opt.WriteTimeout = 10*time.Second, 10*time.Second // only the cache's Timeout can help
+	opt.ReadTimeout, opt.WriteTimeout = -1, -1 // no timeouts of the client's own: only the cache's Timeout can help
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 	const timeout = 50 * time.Millisecond
@@ -87,10 +98,13 @@ func TestRedisPausedCallsReturnWithinTimeout(t *testing.T) {
 	}
 	node.Pause()
 	defer node.Resume()
-	// Each call must end by the cache's Timeout (50ms), not the client's
-	// (10s) or the pause's (until the test ends). The caller's deadline is 20
-	// Timeouts, so only a call that waited for Redis would miss it.
-	callCtx, cancel := context.WithTimeout(ctx, 20*timeout)
+	// The pause lasts until the test ends, and the client would wait for it:
+	// a call that returns at all was ended by the cache's Timeout. The
+	// caller's deadline is only a ceiling for a call that waits for Redis.
+	// Counted from here: on a busy machine the first Get may have timed out
+	// too.
+	bypassed, failed := gets(c, resultBypass), counterOf(c.m.redisErrs.WithLabelValues("get"))
+	callCtx, cancel := context.WithTimeout(ctx, eventWait)
 	defer cancel()
 	for range 3 {
 		v, err := c.Get(callCtx, "k", l.load)
@@ -98,7 +112,12 @@ func TestRedisPausedCallsReturnWithinTimeout(t *testing.T) {
 			t.Fatalf("Get on a paused Redis = %q, %v; want a value computed without Redis", v, err)
 		}
 	}
-	if gets(c, resultBypass) != 3 {
-		t.Fatalf("%d bypassed reads, want 3", gets(c, resultBypass))
+	if n := gets(c, resultBypass) - bypassed; n != 3 {
+		t.Fatalf("%d bypassed reads, want 3", n)
+	}
+	// Each GET was ended by the cache's Timeout while the caller still
+	// waited (a call its caller gave up on is not counted as a failure).
+	if n := counterOf(c.m.redisErrs.WithLabelValues("get")) - failed; n != 3 || callCtx.Err() != nil {
+		t.Fatalf("%v GETs failed with the caller still waiting (caller's context: %v), want 3 ended by the cache's Timeout", n, callCtx.Err())
 	}
 }

@@ -94,7 +94,7 @@ func TestMissIsDeduplicatedInProcess(t *testing.T) {
 			results[i] = v
 		})
 	}
-	waitFor(t, "the loader to be called", 5*time.Second, func() bool { return l.calls.Load() == 1 })
+	waitFor(t, "the loader to be called", func() bool { return l.calls.Load() == 1 })
 	close(l.release)
 	wg.Wait()
 	for _, v := range results {
@@ -119,13 +119,13 @@ func TestColdMissWaitsForAnotherInstance(t *testing.T) {
 	la := &loader{release: make(chan struct{})}
 	done := make(chan string)
 	go func() { v, _ := a.Get(ctx, "k", la.load); done <- v }()
-	waitFor(t, "instance A to start loading", 5*time.Second, func() bool { return la.calls.Load() == 1 })
+	waitFor(t, "instance A to start loading", func() bool { return la.calls.Load() == 1 })
 
 	lb := &loader{}
 	got := make(chan string)
 	go func() { v, _ := b.Get(ctx, "k", lb.load); got <- v }()
 	// B finds A's lease and polls (a second GET) before A finishes.
-	waitFor(t, "instance B to poll", 5*time.Second, func() bool { return bCmds.count("get") >= 2 })
+	waitFor(t, "instance B to poll", func() bool { return bCmds.count("get") >= 2 })
 	close(la.release)
 	if v := <-done; v != "v1" {
 		t.Fatalf("A got %q", v)

@@ -39,9 +39,11 @@ func newCache[V any](t testing.TB, rdb redis.UniversalClient, codec Codec[V], op
 		opts.Name = "test"
 	}
 	if opts.Timeout == 0 {
-		// A loaded CI machine running tests under -race can take longer than
-		// the 100ms default for a Redis call; tests of timeouts set their own.
-		opts.Timeout = time.Second
+		// A busy machine running tests under -race can take longer than the
+		// 100ms default for a Redis call, and a call cut short would be
+		// counted as a Redis failure: the tests that want calls to time out
+		// set their own.
+		opts.Timeout = 5 * time.Second
 	}
 	c, err := New(rdb, codec, opts)
 	if err != nil {
@@ -115,13 +117,20 @@ func itoa(n int64) string {
 	return string(b)
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
+// eventWait is how long waitFor waits for an event before failing the
+// test. It bounds a wait for something that must happen, not how fast it
+// happens: a busy machine running the tests under -race can take seconds
+// for what takes milliseconds on a quiet one.
+const eventWait = time.Minute
+
+// waitFor polls cond until it holds, failing the test if it has not after
+// eventWait.
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.Now().Add(eventWait)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
+			t.Fatalf("timed out after %v waiting for %s", eventWait, what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -162,7 +162,7 @@ func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
 			s := newSource()
 			done := make(chan string, 1)
 			go func() { v, _ := read(s.load); done <- v }()
-			waitFor(t, "the load to read the source", 5*time.Second, func() bool { return s.reading.Load() == 1 })
+			waitFor(t, "the load to read the source", func() bool { return s.reading.Load() == 1 })
 			s.version.Store(2) // the write to the source of truth commits
 			if err := c.Invalidate(ctx, "k"); err != nil {
 				t.Fatal(err)
@@ -180,7 +180,7 @@ func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
 				t.Fatalf("the read that started first got %q, want its own v1", v)
 			}
 			// Its write-back was refused and counted as discarded.
-			waitFor(t, "the refused write-back to count as discarded", 5*time.Second, func() bool { return discards(c) == 1 })
+			waitFor(t, "the refused write-back to count as discarded", func() bool { return discards(c) == 1 })
 			never := func(context.Context) (string, error) { return "v2", nil }
 			for range 3 {
 				if v, err := read(never); err != nil || v != "v2" {
@@ -218,7 +218,7 @@ func TestReadAfterInvalidateDoesNotJoinAnOlderLoad(t *testing.T) {
 			s := newSource()
 			done := make(chan string, 1)
 			go func() { v, _ := read(ctx, s.load); done <- v }()
-			waitFor(t, "the load to read the source", 5*time.Second, func() bool { return s.reading.Load() == 1 })
+			waitFor(t, "the load to read the source", func() bool { return s.reading.Load() == 1 })
 			s.version.Store(2)
 			if err := b.Invalidate(ctx, "k"); err != nil {
 				t.Fatal(err)
@@ -226,7 +226,7 @@ func TestReadAfterInvalidateDoesNotJoinAnOlderLoad(t *testing.T) {
 			fresh := &source{gate: make(chan struct{})}
 			fresh.version.Store(2)
 			close(fresh.gate)
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			rctx, cancel := context.WithTimeout(ctx, eventWait)
 			defer cancel()
 			late := make(chan string, 1)
 			go func() {

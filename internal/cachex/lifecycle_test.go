@@ -48,7 +48,7 @@ func TestEarlyRefreshKeepsTheReadersContextValues(t *testing.T) {
 		clk.Add(time.Hour - time.Millisecond)
 		mustSetBeta(t, c, 1e9) // refresh early, whatever the delta
 		read(ctx, "early")
-		waitFor(t, "the early refresh", 5*time.Second, func() bool { _, ok := seen.Load("early"); return ok })
+		waitFor(t, "the early refresh", func() bool { _, ok := seen.Load("early"); return ok })
 		for _, reason := range []string{"miss", "early"} {
 			if v, _ := seen.Load(reason); v != "tenant-7" {
 				t.Errorf("batch %v: the %s load saw tenant %v, want tenant-7", batch, reason, v)
@@ -64,7 +64,9 @@ func TestEarlyRefreshKeepsTheReadersContextValues(t *testing.T) {
 func TestCloseWhileReading(t *testing.T) {
 	rdb := client(t, testenv.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "closing", Prefix: "closing:", TTL: 50 * time.Millisecond})
+	var calls atomic.Int64
 	load := func(ctx context.Context) (string, error) {
+		calls.Add(1)
 		select {
 		case <-time.After(5 * time.Millisecond):
 			return "v", nil
@@ -102,9 +104,9 @@ func TestCloseWhileReading(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(100 * time.Millisecond) // reads, misses and refreshes under way
+	waitFor(t, "reads, misses and refreshes under way", func() bool { return calls.Load() >= 40 && gets(c, resultHit) > 0 })
 	c.Close()
-	waitFor(t, "reads refused after Close", 5*time.Second, func() bool { return closedSeen.Load() > 0 })
+	waitFor(t, "reads refused after Close", func() bool { return closedSeen.Load() > 0 })
 	stop.Store(true)
 	wg.Wait()
 	if _, err := c.Get(context.Background(), "k", load); !errors.Is(err, ErrClosed) {

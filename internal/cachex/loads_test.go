@@ -33,7 +33,7 @@ func TestLoadsAreBoundedPerCache(t *testing.T) {
 			errs <- err
 		})
 	}
-	waitFor(t, "two loads to run", 5*time.Second, func() bool { return l.inFlight.Load() == 2 })
+	waitFor(t, "two loads to run", func() bool { return l.inFlight.Load() == 2 })
 	if n := l.calls.Load(); n != 2 {
 		t.Fatalf("%d loader calls started with MaxLoads 2", n)
 	}
@@ -80,7 +80,7 @@ func TestLoadIsCancelledWhenNoCallerWaits(t *testing.T) {
 	go func() { _, err := c.Get(ctx1, "k", b.load); done <- err }()
 	<-b.started
 	go func() { _, err := c.Get(ctx2, "k", b.load); done <- err }()
-	waitFor(t, "the second caller to join", 5*time.Second, func() bool { return waitersOf(c, "k") == 2 })
+	waitFor(t, "the second caller to join", func() bool { return waitersOf(c, "k") == 2 })
 
 	cancel1()
 	if err := <-done; !errors.Is(err, context.Canceled) {
@@ -95,7 +95,7 @@ func TestLoadIsCancelledWhenNoCallerWaits(t *testing.T) {
 	<-done
 	select {
 	case <-b.cancelled:
-	case <-time.After(5 * time.Second):
+	case <-time.After(eventWait):
 		t.Fatal("the load ran on after its last caller had gone")
 	}
 	// A new caller starts a new load.
@@ -127,7 +127,7 @@ func TestBatchLoadIsCancelledWhenNoCallerWaits(t *testing.T) {
 	}
 	select {
 	case <-b.cancelled:
-	case <-time.After(5 * time.Second):
+	case <-time.After(eventWait):
 		t.Fatal("the batch load ran on after its caller had gone")
 	}
 }

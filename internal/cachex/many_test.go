@@ -147,7 +147,7 @@ func TestGetCluster(t *testing.T) {
 	if _, err := c.Get(ctx, "p3", l.load); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the early refresh", 5*time.Second, func() bool { return recomputes(c, reasonEarly, "ok") == 1 })
+	waitFor(t, "the early refresh", func() bool { return recomputes(c, reasonEarly, "ok") == 1 })
 	c.Close()
 	if err := c.Invalidate(ctx, keysN(30)...); err != nil {
 		t.Fatal(err)
@@ -197,7 +197,7 @@ func TestGetManyDeduplicatesWithConcurrentCalls(t *testing.T) {
 			t.Errorf("Get = %q, %v", v, err)
 		}
 	})
-	waitFor(t, "the batch load to start", 5*time.Second, func() bool { return loaded.Load() >= 10 })
+	waitFor(t, "the batch load to start", func() bool { return loaded.Load() >= 10 })
 	close(release)
 	wg.Wait()
 	if loaded.Load() != 10 {

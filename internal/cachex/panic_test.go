@@ -64,7 +64,7 @@ func checkPanic(t *testing.T, err error) {
 // noLocks fails if any key lock of the cache is left in Redis.
 func noLocks(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	t.Helper()
-	waitFor(t, "the key locks to be released", 5*time.Second, func() bool {
+	waitFor(t, "the key locks to be released", func() bool {
 		keys, _ := rdb.Keys(context.Background(), "{"+prefix+"*:lock").Result()
 		return len(keys) == 0
 	})
@@ -123,7 +123,7 @@ func TestLoaderPanicIsRecoveredOnEveryPath(t *testing.T) {
 			if v, err := c.Get(ctx, "k", p.load); err != nil || v != "v1" {
 				t.Fatalf("read that started the refresh: %q, %v; want v1 served", v, err)
 			}
-			waitFor(t, "the refresh", 5*time.Second, func() bool { return recomputes(c, reasonEarly, "panic") == 1 })
+			waitFor(t, "the refresh", func() bool { return recomputes(c, reasonEarly, "panic") == 1 })
 			return reasonEarly
 		},
 		"batch early refresh": func(t *testing.T, c *Cache[string], clk *clock, p *panicky) string {
@@ -137,7 +137,7 @@ func TestLoaderPanicIsRecoveredOnEveryPath(t *testing.T) {
 			if got, err := c.GetMany(ctx, []string{"a"}, p.loadMany); err != nil || got["a"] != "v1" {
 				t.Fatalf("read that started the refresh: %v, %v; want v1 served", got, err)
 			}
-			waitFor(t, "the refresh", 5*time.Second, func() bool { return recomputes(c, reasonEarly, "panic") == 1 })
+			waitFor(t, "the refresh", func() bool { return recomputes(c, reasonEarly, "panic") == 1 })
 			return reasonEarly
 		},
 	} {

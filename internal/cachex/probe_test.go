@@ -27,7 +27,10 @@ func TestBreakerHealsAfterAProbeWhoseCallerGaveUp(t *testing.T) {
 			node := testenv.RedisNodes(t, 1)[0]
 			clk := newClock()
 			const cooldown = time.Second
-			c, _ := newCache(t, client(t, node), JSON[string]{}, Options{Name: "probe", TTL: time.Hour, Timeout: 100 * time.Millisecond,
+			// Timeout is what the read on the paused server costs; it is a
+			// second so that no read of the healthy one, on a busy machine,
+			// times out and opens the breaker (BreakerFailures is 1).
+			c, _ := newCache(t, client(t, node), JSON[string]{}, Options{Name: "probe", TTL: time.Hour, Timeout: time.Second,
 				BreakerFailures: 1, BreakerCooldown: cooldown, now: clk.Now})
 			l := &loader{}
 			if v, err := c.Get(ctx, "k", l.load); err != nil || v != "v1" {

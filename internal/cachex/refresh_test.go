@@ -48,7 +48,7 @@ func TestEarlyRefreshRunsInBackgroundDetachedFromCaller(t *testing.T) {
 	if err != nil || v != "v1" || gets(c, resultEarlyRefresh) != 1 {
 		t.Fatalf("Get = %q, %v with %d early refreshes; want v1 served and a refresh started", v, err, gets(c, resultEarlyRefresh))
 	}
-	waitFor(t, "the refreshed value in Redis", 5*time.Second, func() bool {
+	waitFor(t, "the refreshed value in Redis", func() bool {
 		e, err := decodeEntry([]byte(rdb.Get(context.Background(), c.redisKey("k")).Val()))
 		return err == nil && string(e.payload) == `"v2"`
 	})
@@ -81,7 +81,7 @@ func TestEarlyRefreshDucksOutWhenAnotherInstanceHoldsTheLock(t *testing.T) {
 	if v, err := c.Get(ctx, "k", l.load); v != "v1" || err != nil {
 		t.Fatalf("Get = %q, %v; want the current v1 served", v, err)
 	}
-	waitFor(t, "the contended refresh to be counted", 5*time.Second, func() bool {
+	waitFor(t, "the contended refresh to be counted", func() bool {
 		return testutil.ToFloat64(c.m.contended) == 1
 	})
 	c.Close() // waits for background work
@@ -110,7 +110,7 @@ func TestBackgroundRefreshesAreBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "two refreshes in flight", 5*time.Second, func() bool { return slow.inFlight.Load() == 2 })
+	waitFor(t, "two refreshes in flight", func() bool { return slow.inFlight.Load() == 2 })
 	close(slow.release)
 	c.Close()
 	if slow.calls.Load() != 2 || slow.maxIn.Load() != 2 {
@@ -132,7 +132,7 @@ func TestInvalidateDropsTheWriteOfARefreshInFlight(t *testing.T) {
 	if _, err := c.Get(ctx, "k", old.load); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the refresh to start", 5*time.Second, func() bool { return old.inFlight.Load() == 1 })
+	waitFor(t, "the refresh to start", func() bool { return old.inFlight.Load() == 1 })
 	// The source of truth changes; the writer invalidates.
 	if err := c.Invalidate(ctx, "k"); err != nil {
 		t.Fatal(err)
@@ -203,7 +203,7 @@ func TestStaleIfError(t *testing.T) {
 		if _, err := c.Get(ctx, "k", (&loader{}).load); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "Redis to drop the entry", 5*time.Second, func() bool { return rdb.Exists(ctx, c.redisKey("k")).Val() == 0 })
+		waitFor(t, "Redis to drop the entry", func() bool { return rdb.Exists(ctx, c.redisKey("k")).Val() == 0 })
 		if _, err := c.Get(ctx, "k", (&loader{err: boom}).load); !errors.Is(err, boom) {
 			t.Fatalf("Get beyond grace: err = %v, want the loader's error", err)
 		}

@@ -120,7 +120,7 @@ func TestSpansOfAnEarlyRefreshAndAFailedLoad(t *testing.T) {
 			}
 		}
 	})
-	waitFor(t, "the early refresh's span", 5*time.Second, func() bool {
+	waitFor(t, "the early refresh's span", func() bool {
 		for _, s := range spansNamed(rec, spanRecompute) {
 			if attr(s, "cachex.reason") == reasonEarly {
 				return true
@@ -161,7 +161,7 @@ func TestSpansLinkWaitersToTheLeader(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "four waiters", 5*time.Second, func() bool {
+	waitFor(t, "four waiters", func() bool {
 		c.loads.mu.Lock()
 		defer c.loads.mu.Unlock()
 		f := c.loads.m["k"]
@@ -310,9 +310,17 @@ func TestSpansShowTheWaitForALoadSlot(t *testing.T) {
 	load := func(ctx context.Context) ([]byte, error) { s, err := l.load(ctx); return []byte(s), err }
 	var wg sync.WaitGroup
 	wg.Go(func() { _, _ = c.Get(ctx, "first", load) })
-	waitFor(t, "the first load", 5*time.Second, func() bool { return l.inFlight.Load() == 1 })
+	waitFor(t, "the first load", func() bool { return l.inFlight.Load() == 1 })
 	wg.Go(func() { _, _ = c.Get(ctx, "second", load) })
-	time.Sleep(200 * time.Millisecond) // time for the second read to reach the wait for the slot
+	// The wait for the slot has begun once its span has started.
+	waitFor(t, "the second read to wait for the slot", func() bool {
+		for _, s := range rec.Started() {
+			if s.Name() == spanLoadSlot {
+				return true
+			}
+		}
+		return false
+	})
 	close(l.release)
 	wg.Wait()
 	slots := spansNamed(rec, spanLoadSlot)

@@ -46,7 +46,7 @@ func TestShouldRefreshBoundaries(t *testing.T) {
 func TestXFetchStatistics(t *testing.T) {
 	const (
 		r       = 100 // reads per delta
-		windows = 5000
+		windows = 2000
 		gamma   = 0.5772156649
 	)
 	delta := 100 * time.Millisecond
@@ -57,10 +57,10 @@ func TestXFetchStatistics(t *testing.T) {
 		var leadSum time.Duration
 		now := time.Unix(0, 0)
 		for range windows {
-			// Reads further than 20*beta*delta from expiry would refresh with
-			// probability below e^-20 each (r*beta*e^-20 per window in all):
-			// start the window there instead of simulating them.
-			expiry := now.Add(time.Duration(20 * beta * float64(delta)))
+			// Reads further than 10*beta*delta from expiry would refresh with
+			// probability below e^-10 each (r*beta*e^-10 per window in all,
+			// under 1%): start the window there instead of simulating them.
+			expiry := now.Add(time.Duration(10 * beta * float64(delta)))
 			var firstAt time.Time
 			// Reads until the first refresh lands (delta after it started).
 			for firstAt.IsZero() || now.Before(firstAt.Add(delta)) {
