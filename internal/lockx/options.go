@@ -59,6 +59,8 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 }
 
+// withDefaults fills o's zero fields with their defaults and checks that
+// the result can work.
 func (o Options) withDefaults() (Options, error) {
 	if o.Name == "" {
 		return o, errors.New("lockx: Options.Name is required")
@@ -72,34 +74,38 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	def(&o.TTL, 10*time.Second)
-	if o.TTL < 30*time.Millisecond {
-		return o, fmt.Errorf("lockx: %s: TTL %v is too short to extend (want >= 30ms)", o.Name, o.TTL)
-	}
 	def(&o.Wait, 5*time.Second)
 	def(&o.RetryMin, 5*time.Millisecond)
 	def(&o.RetryMax, 200*time.Millisecond)
 	def(&o.Timeout, o.TTL/10)
 	def(&o.SafetyMargin, o.TTL/10)
-	if o.RetryMax < o.RetryMin {
-		o.RetryMax = o.RetryMin
+	o.RetryMax = max(o.RetryMax, o.RetryMin)
+	if o.Prefix == "" {
+		o.Prefix = "lockx:" + o.Name + ":"
+	}
+	return o, o.checkTiming()
+}
+
+// checkTiming refuses a TTL, Timeout and SafetyMargin that leave the
+// watchdog no time to work.
+func (o Options) checkTiming() error {
+	if o.TTL < 30*time.Millisecond {
+		return fmt.Errorf("lockx: %s: TTL %v is too short to extend (want >= 30ms)", o.Name, o.TTL)
 	}
 	if o.Timeout >= o.TTL/3 {
-		return o, fmt.Errorf("lockx: %s: Timeout %v must be below TTL/3 (%v)", o.Name, o.Timeout, o.TTL/3)
+		return fmt.Errorf("lockx: %s: Timeout %v must be below TTL/3 (%v)", o.Name, o.Timeout, o.TTL/3)
 	}
 	if o.SafetyMargin+drift(o.TTL) >= o.TTL {
-		return o, fmt.Errorf("lockx: %s: SafetyMargin %v leaves no validity in TTL %v", o.Name, o.SafetyMargin, o.TTL)
+		return fmt.Errorf("lockx: %s: SafetyMargin %v leaves no validity in TTL %v", o.Name, o.SafetyMargin, o.TTL)
 	}
 	// The watchdog's first extension is sent TTL/3 after the attempt and
 	// takes up to Timeout: it must be back before the holder is told the
 	// lock is lost.
 	if !o.NoWatchdog && o.TTL/3+o.Timeout+o.SafetyMargin+drift(o.TTL) >= o.TTL {
-		return o, fmt.Errorf("lockx: %s: SafetyMargin %v leaves no time for the first extension (TTL/3 %v + Timeout %v) in TTL %v",
+		return fmt.Errorf("lockx: %s: SafetyMargin %v leaves no time for the first extension (TTL/3 %v + Timeout %v) in TTL %v",
 			o.Name, o.SafetyMargin, o.TTL/3, o.Timeout, o.TTL)
 	}
-	if o.Prefix == "" {
-		o.Prefix = "lockx:" + o.Name + ":"
-	}
-	return o, nil
+	return nil
 }
 
 // fenceExpiry is how long a fence counter outlives its resource's last
