@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -89,36 +88,49 @@ func (l *Locker) acquire(ctx context.Context, resource string, once bool) (lk *L
 			defer wake.stop()
 			continue
 		}
-		jittered := pause/2 + rand.N(pause/2+1)
-		t := time.NewTimer(min(jittered, time.Until(a.deadline)))
-		select {
-		case <-ctx.Done():
-		case token := <-wake.c:
-			if token > a.handedBelow {
-				if lk := l.handedOver(ctx, a.key, a.holder, token, a.tried); lk != nil {
-					t.Stop()
-					return l.acquired(parent, start, lk), nil
-				}
-			}
-		case <-t.C:
+		if lk := a.pause(ctx, wake, pause); lk != nil {
+			return l.acquired(parent, start, lk), nil
 		}
-		t.Stop()
 		pause = min(2*pause, l.opts.RetryMax)
 	}
 	a.leave()
+	return nil, l.failure(ctx, start, resource, once, err)
+}
+
+// pause waits a jittered pause before the next attempt, or until the
+// holder's release wakes the waiter. Under HandOver the release may hand
+// the lock to this waiter: pause then returns it.
+func (a *acquisition) pause(ctx context.Context, wake *registration, pause time.Duration) *Lock {
+	jittered := pause/2 + rand.N(pause/2+1)
+	t := time.NewTimer(min(jittered, time.Until(a.deadline)))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case token := <-wake.c:
+		if token > a.handedBelow {
+			return a.l.handedOver(ctx, a.key, a.holder, token, a.tried)
+		}
+	case <-t.C:
+	}
+	return nil
+}
+
+// failure counts an acquisition that ended without a lock and returns its
+// error: the caller's, ErrUnavailable, or ErrNotAcquired.
+func (l *Locker) failure(ctx context.Context, start time.Time, resource string, once bool, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		l.giveUp(ctx, start, l.m.failed)
-		return nil, ctx.Err()
+		return ctx.Err()
 	case errors.Is(err, ErrUnavailable):
 		l.giveUp(ctx, start, l.m.failed)
-		return nil, fmt.Errorf("%w (resource %s)", err, resource)
+		return fmt.Errorf("%w (resource %s)", err, resource)
 	case once:
 		l.giveUp(ctx, start, l.m.timeout)
-		return nil, fmt.Errorf("%w: %s at the one attempt", ErrNotAcquired, resource)
+		return fmt.Errorf("%w: %s at the one attempt", ErrNotAcquired, resource)
 	default:
 		l.giveUp(ctx, start, l.m.timeout)
-		return nil, fmt.Errorf("%w: %s within %v", ErrNotAcquired, resource, l.opts.Wait)
+		return fmt.Errorf("%w: %s within %v", ErrNotAcquired, resource, l.opts.Wait)
 	}
 }
 
@@ -228,17 +240,7 @@ func (a *acquisition) cleanUp(ctx context.Context, idle []int, got []reply, rest
 		now, later = nil, append(later, now...)
 	}
 	if len(now) > 0 {
-		released, _ := l.round(context.WithoutCancel(ctx), now, time.Now().Add(l.opts.Timeout), false, l.releaseCall(a.key, a.holder),
-			func([]reply, int) bool { return false })
-		for _, r := range released {
-			if r.err != nil {
-				// Unknown whether a lock handed to us was passed on: trust
-				// no hand-over message from now on (attempts still see it).
-				a.handedBelow = math.MaxInt64
-			} else {
-				a.handedBelow = max(a.handedBelow, r.val)
-			}
-		}
+		a.releaseNow(ctx, now)
 	}
 	for _, i := range later {
 		free := a.occupy(i)
@@ -286,15 +288,6 @@ func pending(idx []int, got []reply) []int {
 	return out
 }
 
-// leave takes a waiter that gives up off the HandOver queue, passing the
-// lock on if it was handed to it meanwhile. It runs in the background: the
-// waiter is not kept waiting for it.
-func (a *acquisition) leave() {
-	if a.l.opts.HandOver {
-		a.l.background(func() { _, _ = a.l.releaseOn(context.Background(), a.key, a.holder, 0) })
-	}
-}
-
 // acquired counts a successful Acquire and starts the lock's timers.
 func (l *Locker) acquired(ctx context.Context, start time.Time, lk *Lock) *Lock {
 	l.m.acquired.Inc()
@@ -306,30 +299,6 @@ func (l *Locker) acquired(ctx context.Context, start time.Time, lk *Lock) *Lock 
 func (l *Locker) giveUp(ctx context.Context, start time.Time, result interface{ Inc() }) {
 	result.Inc()
 	observe(ctx, l.m.wait, time.Since(start).Seconds())
-}
-
-// handedOver returns the lock a release handed to holder (HandOver), or nil
-// if it cannot be proven held. The message is the server's word that the
-// lock was set to holder; messages from before the holder's own release of
-// it were filtered out by the caller. The hand-over set the lock's TTL
-// after the waiter's last failed attempt was sent (tried), so validity
-// counts from then; when that leaves too little for the watchdog's first
-// extension, the lock is extended once before it is returned.
-func (l *Locker) handedOver(ctx context.Context, key, holder string, token int64, tried time.Time) *Lock {
-	valid := func(from time.Time) time.Time { return from.Add(l.opts.TTL - drift(l.opts.TTL)) }
-	lk := &Lock{l: l, key: key, holder: holder, token: token, validUntil: valid(tried), nodes: l.all}
-	if time.Until(lk.validUntil)-l.opts.SafetyMargin > l.opts.TTL/3+l.opts.Timeout {
-		return lk
-	}
-	sent := time.Now()
-	ok, err := l.call(ctx, 0, func(ctx context.Context, n node) (int64, error) {
-		return n.run(ctx, l.scripts.extend, []string{key}, holder, l.opts.TTL.Milliseconds())
-	})
-	if err != nil || ok != 1 {
-		return nil // gone, or unknown: the caller's next attempt (or leave) settles it
-	}
-	lk.validUntil = valid(sent)
-	return lk
 }
 
 // count returns how many replies won (a token) and how many failed.

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // unbounded is the least time a call to a server that drops, refuses or
@@ -61,7 +61,7 @@ func returnsBefore(t *testing.T, what string, limit time.Duration, f func()) {
 func TestEveryCallIsBoundedByTimeout(t *testing.T) {
 	ctx := context.Background()
 	const timeout, wait = 100 * time.Millisecond, 200 * time.Millisecond
-	paused := testenv.RedisNodes(t, 1)[0]
+	paused := redistest.RedisNodes(t, 1)[0]
 	for name, addr := range map[string]string{
 		"dropping": droppingAddr(t),
 		"refusing": refusingAddr(t),
@@ -95,7 +95,7 @@ func TestEveryCallIsBoundedByTimeout(t *testing.T) {
 // and its watchdog keeps the lock.
 func TestRedlockWithAnUnreachableServer(t *testing.T) {
 	ctx := context.Background()
-	live := testenv.RedisNodes(t, 2)
+	live := redistest.RedisNodes(t, 2)
 	var silent silentLog
 	dropping := generousClient(t, droppingAddr(t))
 	dropping.AddHook(scriptHook(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
@@ -135,7 +135,7 @@ func TestRedlockWithAnUnreachableServer(t *testing.T) {
 // New refuses a client that ignores context deadlines: a paused server
 // could hold its calls for the client's ReadTimeout and retries.
 func TestNewRefusesAClientThatIgnoresDeadlines(t *testing.T) {
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	opt := node.Options()
 	opt.ContextTimeoutEnabled = false
 	opt.ReadTimeout, opt.WriteTimeout = 10*time.Millisecond, 10*time.Millisecond // within Timeout: still refused

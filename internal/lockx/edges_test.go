@@ -12,14 +12,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // The watchdog's first extension goes out TTL/3 after the attempt and may
 // take Timeout: a SafetyMargin that would tell the holder the lock is lost
 // before it can be back is refused.
 func TestNewRefusesASafetyMarginWithoutRoomForTheFirstExtension(t *testing.T) {
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	opts := Options{Name: "edge", TTL: 300 * time.Millisecond, Timeout: 90 * time.Millisecond, SafetyMargin: 110 * time.Millisecond}
 	if _, err := New(clients(t, node), opts); err == nil || !strings.Contains(err.Error(), "first extension") {
 		t.Fatalf("New: %v, want it refused for leaving no time for the first extension", err)
@@ -37,7 +37,7 @@ func TestNewRefusesASafetyMarginWithoutRoomForTheFirstExtension(t *testing.T) {
 // (990ms) leaves it 690ms more to answer.
 func TestAQuorumWonTooLateIsNotALock(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	rdb := node.Client()
 	var l *Locker
 	client := hooked(t, node, func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
@@ -66,7 +66,7 @@ func TestAcquireOverrunsWaitByAtMostTimeout(t *testing.T) {
 		t.Run(fmt.Sprintf("HandOver=%v", handOver), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			node := testenv.RedisNodes(t, 1)[0]
+			node := redistest.RedisNodes(t, 1)[0]
 			l, _ := newLocker(t, clients(t, node), Options{Name: "edge", TTL: 10 * time.Second, Wait: wait, Timeout: timeout, HandOver: handOver})
 			held, err := l.Acquire(ctx, "r")
 			if err != nil {
@@ -90,7 +90,7 @@ func TestAcquireOverrunsWaitByAtMostTimeout(t *testing.T) {
 // TryAcquire makes one attempt: a held lock is ErrNotAcquired at once.
 func TestTryAcquireMakesOneAttempt(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	l, _ := newLocker(t, clients(t, node), Options{Name: "edge", TTL: 10 * time.Second, Wait: time.Minute})
 	held, err := l.TryAcquire(ctx, "r")
 	if err != nil {
@@ -116,7 +116,7 @@ func TestTryAcquireMakesOneAttempt(t *testing.T) {
 // Release needs no live context: a request that ended still releases its
 // lock.
 func TestReleaseAfterTheRequestEnded(t *testing.T) {
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	l, _ := newLocker(t, clients(t, node), Options{Name: "edge", TTL: 10 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	lk, err := l.Acquire(ctx, "r")
@@ -136,7 +136,7 @@ func TestReleaseAfterTheRequestEnded(t *testing.T) {
 // lockx_held_seconds observes a lost lock when it is lost, once.
 func TestHeldSecondsObservesLostLocks(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	l, reg := newLocker(t, clients(t, node), Options{Name: "edge", TTL: quickTTL, Timeout: quickTimeout})
 	lk, err := l.Acquire(ctx, "r")
 	if err != nil {

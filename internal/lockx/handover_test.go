@@ -11,11 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // handOverLocker is a HandOver Locker on node with a 10s TTL.
-func handOverLocker(t *testing.T, node *testenv.RedisNode, wait time.Duration) *Locker {
+func handOverLocker(t *testing.T, node *redistest.Node, wait time.Duration) *Locker {
 	l, _ := newLocker(t, clients(t, node), Options{Name: "ho", TTL: 10 * time.Second, Wait: wait, HandOver: true})
 	return l
 }
@@ -80,7 +80,7 @@ func get(t *testing.T, ch <-chan acquired) *Lock {
 // release script sets the lock to the next waiter's token.
 func TestHandOverGoesToWaitersInArrivalOrder(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	holder := handOverLocker(t, node, time.Second)
 	b, c := handOverLocker(t, node, time.Minute), handOverLocker(t, node, time.Minute)
 	la, err := holder.Acquire(ctx, "r")
@@ -130,7 +130,7 @@ func TestHandOverGoesToWaitersInArrivalOrder(t *testing.T) {
 // the next release hands nothing to it and the lock is free.
 func TestHandOverForgetsAWaiterThatGaveUp(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	a := handOverLocker(t, node, time.Second)
 	la, err := a.Acquire(ctx, "r")
 	if err != nil {
@@ -163,7 +163,7 @@ func TestHandOverForgetsAWaiterThatGaveUp(t *testing.T) {
 // up passes it on when it leaves.
 func TestHandOverSkipsExpiredWaitersAndPassesOnWhenLeaving(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	rdb := node.Client()
 	a := handOverLocker(t, node, time.Second)
 	la, err := a.Acquire(ctx, "r")
@@ -201,7 +201,7 @@ func TestHandOverSkipsExpiredWaitersAndPassesOnWhenLeaving(t *testing.T) {
 // hand-over issued.
 func TestHandOverWithoutTheMessage(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	rdb := node.Client()
 	a := handOverLocker(t, node, time.Second)
 	la, err := a.Acquire(ctx, "r")
@@ -236,7 +236,7 @@ func TestHandOverWithoutTheMessage(t *testing.T) {
 // takes it.
 func TestHandOverToACrashedWaiterCostsOneTTL(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	rdb := node.Client()
 	l, _ := newLocker(t, clients(t, node), Options{Name: "ho", TTL: quickTTL, Timeout: quickTimeout, Wait: time.Minute, HandOver: true})
 	la, err := l.Acquire(ctx, "r")
@@ -260,7 +260,7 @@ func TestHandOverToACrashedWaiterCostsOneTTL(t *testing.T) {
 }
 
 func TestHandOverNeedsOneServer(t *testing.T) {
-	nodes := clients(t, testenv.Redis(t), testenv.Redis(t))
+	nodes := clients(t, redistest.Redis(t), redistest.Redis(t))
 	_, err := New(nodes, Options{Name: "ho", HandOver: true})
 	if err == nil || !strings.Contains(err.Error(), "single server") {
 		t.Fatalf("New with HandOver on 2 servers: %v, want an error", err)
@@ -271,7 +271,7 @@ func TestHandOverNeedsOneServer(t *testing.T) {
 // attempt of its own (its pauses between attempts are a minute long).
 func TestHandOverNeedsNoAttemptOfTheWaiter(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	opts := Options{Name: "ho", TTL: 10 * time.Second, Wait: 2 * time.Minute, HandOver: true, RetryMin: time.Minute, RetryMax: time.Minute}
 	a, _ := newLocker(t, clients(t, node), opts)
 	b, _ := newLocker(t, clients(t, node), opts)
@@ -303,7 +303,7 @@ func TestHandOverNeedsNoAttemptOfTheWaiter(t *testing.T) {
 // last attempt is an argument of handedOver, so no time has to pass.
 func TestHandOverExtendsWhenTheLastAttemptIsOld(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	rdb := node.Client()
 	var (
 		l          *Locker
@@ -364,7 +364,7 @@ func pendingWakeups(l *Locker, resource string) int {
 // must not then make Acquire return a lock that nobody holds.
 func TestHandOverNeverReturnsALockNobodyHolds(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	rdb := node.Client()
 	holderLocker := handOverLocker(t, node, time.Second)
 	held, err := holderLocker.Acquire(ctx, "r")

@@ -9,11 +9,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // clients returns a client per node that honours context deadlines.
-func clients(t testing.TB, nodes ...*testenv.RedisNode) []redis.UniversalClient {
+func clients(t testing.TB, nodes ...*redistest.Node) []redis.UniversalClient {
 	t.Helper()
 	out := make([]redis.UniversalClient, len(nodes))
 	for i, n := range nodes {
@@ -27,7 +27,7 @@ func clients(t testing.TB, nodes ...*testenv.RedisNode) []redis.UniversalClient 
 // should have (docs/lockx.md#clients): a call to a paused server then ends
 // at lockx's Timeout over an AutoPipeliner too, whose batches run on a
 // context of their own.
-func client(t testing.TB, node *testenv.RedisNode, timeout time.Duration) *redis.Client {
+func client(t testing.TB, node *redistest.Node, timeout time.Duration) *redis.Client {
 	t.Helper()
 	opt := node.Options()
 	opt.ContextTimeoutEnabled = true
@@ -49,7 +49,7 @@ type silentLog struct{ ended atomic.Int64 }
 
 // logged returns a client of node (read and write timeouts of timeout, as
 // client) whose script calls are counted in log when they return.
-func logged(t testing.TB, node *testenv.RedisNode, timeout time.Duration, log *silentLog) *redis.Client {
+func logged(t testing.TB, node *redistest.Node, timeout time.Duration, log *silentLog) *redis.Client {
 	t.Helper()
 	c := client(t, node, timeout)
 	c.AddHook(scriptHook(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
@@ -145,7 +145,7 @@ func runs(cmd redis.Cmder, s *redis.Script) bool {
 }
 
 // hooked returns a client of node whose script calls go through h.
-func hooked(t testing.TB, node *testenv.RedisNode, h scriptHook) *redis.Client {
+func hooked(t testing.TB, node *redistest.Node, h scriptHook) *redis.Client {
 	t.Helper()
 	c := client(t, node, 0)
 	c.AddHook(h)

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // The acquire script ran but its reply was lost, and the client sent it
@@ -18,7 +18,7 @@ import (
 // the token the first run issued.
 func TestAcquireAfterALostReplyAndARetryHoldsTheLock(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	rdb := node.Client()
 	var l *Locker
 	retried := false
@@ -59,7 +59,7 @@ func TestAcquireAfterALostReplyAndARetryHoldsTheLock(t *testing.T) {
 // Acquire holds the lock after two attempts.
 func TestAcquireAdoptsAnAttemptThatRanLate(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	rdb := node.Client()
 	var l *Locker
 	var late redis.Cmder

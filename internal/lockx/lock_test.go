@@ -9,12 +9,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 func TestAcquireExcludesAndTokensIncrease(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	a, _ := newLocker(t, clients(t, node), Options{Name: "sku", TTL: 10 * time.Second, Wait: 50 * time.Millisecond})
 	b, _ := newLocker(t, clients(t, node), Options{Name: "sku", TTL: 10 * time.Second, Wait: 50 * time.Millisecond})
 
@@ -52,7 +52,7 @@ func TestAcquireExcludesAndTokensIncrease(t *testing.T) {
 }
 
 func TestAcquireReturnsContextError(t *testing.T) {
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	l, reg := newLocker(t, clients(t, node), Options{Name: "ctx", TTL: 10 * time.Second, Wait: time.Minute})
 	held, err := l.Acquire(context.Background(), "r")
 	if err != nil {
@@ -72,7 +72,7 @@ func TestAcquireReturnsContextError(t *testing.T) {
 
 func TestReleaseLeavesAnotherHoldersLockAlone(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	l, _ := newLocker(t, clients(t, node), Options{Name: "own", TTL: 10 * time.Second, NoWatchdog: true})
 	lk, err := l.Acquire(ctx, "r")
 	if err != nil {
@@ -96,7 +96,7 @@ const quickTTL, quickTimeout = time.Second, 300 * time.Millisecond
 
 func TestWatchdogKeepsTheLockAlive(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	l, _ := newLocker(t, clients(t, node), Options{Name: "dog", TTL: quickTTL, Timeout: quickTimeout})
 	lk, err := l.Acquire(ctx, "r")
 	if err != nil {
@@ -116,7 +116,7 @@ func TestWatchdogKeepsTheLockAlive(t *testing.T) {
 
 func TestExtensionThatFindsTheLockGoneLosesIt(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	l, _ := newLocker(t, clients(t, node), Options{Name: "gone", TTL: quickTTL, Timeout: quickTimeout})
 	lk, err := l.Acquire(ctx, "r")
 	if err != nil {
@@ -143,7 +143,7 @@ func TestExtensionThatFindsTheLockGoneLosesIt(t *testing.T) {
 // told, to see the key still there.
 func TestPausedServerLosesTheLockBeforeItExpires(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.RedisNodes(t, 1)[0]
+	node := redistest.RedisNodes(t, 1)[0]
 	const ttl = 3 * time.Second
 	l, _ := newLocker(t, clients(t, node), Options{Name: "pause", TTL: ttl, Timeout: 300 * time.Millisecond, SafetyMargin: 1400 * time.Millisecond})
 	lk, err := l.Acquire(ctx, "r")
@@ -172,7 +172,7 @@ func TestPausedServerLosesTheLockBeforeItExpires(t *testing.T) {
 
 func TestNoGoroutineOutlivesRelease(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	l, _ := newLocker(t, clients(t, node), Options{Name: "leak", TTL: quickTTL, Timeout: quickTimeout})
 	// Warm up the client's pool and the locker so their goroutines exist.
 	lk, err := l.Acquire(ctx, "warm")
@@ -196,7 +196,7 @@ func TestNoGoroutineOutlivesRelease(t *testing.T) {
 
 func TestDoReturnsTheFunctionsErrorAndTheLoss(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	l, _ := newLocker(t, clients(t, node), Options{Name: "do", TTL: quickTTL, Timeout: quickTimeout})
 	boom := errors.New("boom")
 	var token int64
@@ -219,7 +219,7 @@ func TestDoReturnsTheFunctionsErrorAndTheLoss(t *testing.T) {
 
 func TestWaiterIsWokenByRelease(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	// Backoff of 30-60s: a waiter that acquires within the test's 25s was
 	// woken by the release, not by its timer.
 	opts := Options{Name: "wake", TTL: 10 * time.Second, Wait: 2 * time.Minute, RetryMin: time.Minute, RetryMax: time.Minute}

@@ -9,12 +9,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 func TestMetricsShowContention(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	reg := prometheus.NewRegistry()
 	a, _ := newLocker(t, clients(t, node), Options{Name: "inventory", TTL: 10 * time.Second, Registerer: reg})
 	b, _ := newLocker(t, clients(t, node), Options{Name: "inventory", TTL: 10 * time.Second, Wait: time.Second, Registerer: reg})

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // silentTimeout is the Timeout of the tests with a paused server: no call to
@@ -30,7 +30,7 @@ func silentOptions(name string) Options {
 // Wait ends, before any call to the paused server has run out of time.
 func TestPausedFirstServerDoesNotStallAWaiter(t *testing.T) {
 	ctx := context.Background()
-	nodes := testenv.RedisNodes(t, 3)
+	nodes := redistest.RedisNodes(t, 3)
 	opts := silentOptions("paused")
 	opts.Wait = 300 * time.Millisecond
 	holder, _ := newLocker(t, clients(t, nodes...), opts)
@@ -62,7 +62,7 @@ func TestPausedMinorityCostsNoTimeout(t *testing.T) {
 	for _, paused := range []int{0, 2} {
 		t.Run(fmt.Sprintf("server%d", paused), func(t *testing.T) {
 			ctx := context.Background()
-			nodes := testenv.RedisNodes(t, 3)
+			nodes := redistest.RedisNodes(t, 3)
 			var silent silentLog
 			cs := clients(t, nodes...)
 			cs[paused] = logged(t, nodes[paused], silentTimeout, &silent)
@@ -92,7 +92,7 @@ func TestPausedMinorityCostsNoTimeout(t *testing.T) {
 // paused server is still unanswered.
 func TestASilentServersVoteIsNotWaitedFor(t *testing.T) {
 	ctx := context.Background()
-	nodes := testenv.RedisNodes(t, 3)
+	nodes := redistest.RedisNodes(t, 3)
 	var silent silentLog
 	cs := append([]redis.UniversalClient{logged(t, nodes[0], silentTimeout, &silent)}, clients(t, nodes[1:]...)...)
 	opts := silentOptions("silent")
@@ -192,7 +192,7 @@ func TestPausedMinorityUnderContention(t *testing.T) {
 		got    contention
 	}{{name: "control", paused: -1}, {name: "server 0 paused", paused: 0}, {name: "server 2 paused", paused: 2}}
 	for i := range trios {
-		nodes := testenv.RedisNodes(t, 3)
+		nodes := redistest.RedisNodes(t, 3)
 		cs := make([]redis.UniversalClient, 3)
 		for j, n := range nodes {
 			cs[j] = client(t, n, silentTimeout)

@@ -11,12 +11,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 func TestRedlockAcquiresWithAMinorityKilled(t *testing.T) {
 	ctx := context.Background()
-	nodes := testenv.RedisNodes(t, 5)
+	nodes := redistest.RedisNodes(t, 5)
 	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: 10 * time.Second, Wait: 10 * time.Second})
 	nodes[0].Kill()
 	nodes[3].Kill()
@@ -43,7 +43,7 @@ func TestRedlockAcquiresWithAMinorityKilled(t *testing.T) {
 
 func TestRedlockFailsWithAMajorityKilled(t *testing.T) {
 	ctx := context.Background()
-	nodes := testenv.RedisNodes(t, 5)
+	nodes := redistest.RedisNodes(t, 5)
 	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: 10 * time.Second, Wait: 300 * time.Millisecond})
 	for _, n := range nodes[:3] {
 		n.Kill()
@@ -68,7 +68,7 @@ func TestRedlockFailsWithAMajorityKilled(t *testing.T) {
 // call to the paused servers has run out of time.
 func TestRedlockPausedMinorityDoesNotStallAcquire(t *testing.T) {
 	ctx := context.Background()
-	nodes := testenv.RedisNodes(t, 5)
+	nodes := redistest.RedisNodes(t, 5)
 	var silent silentLog
 	cs := clients(t, nodes...)
 	for _, i := range []int{1, 4} {
@@ -97,7 +97,7 @@ func TestRedlockPausedMinorityDoesNotStallAcquire(t *testing.T) {
 // until its TTL.
 func TestReleaseWaitsForALateAcquire(t *testing.T) {
 	ctx := context.Background()
-	nodes := testenv.RedisNodes(t, 3)
+	nodes := redistest.RedisNodes(t, 3)
 	var (
 		l     *Locker
 		gate  = make(chan struct{})
@@ -147,7 +147,7 @@ func TestReleaseWaitsForALateAcquire(t *testing.T) {
 
 func TestRedlockWatchdogLosesWhenTheQuorumIsGone(t *testing.T) {
 	ctx := context.Background()
-	nodes := testenv.RedisNodes(t, 5)
+	nodes := redistest.RedisNodes(t, 5)
 	// Each call gets 300ms: with 30ms calls (a TTL of 300ms) no extension
 	// ever succeeded on a loaded CI machine under -race.
 	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: quickTTL, Timeout: quickTimeout})
@@ -167,7 +167,7 @@ func TestRedlockWatchdogLosesWhenTheQuorumIsGone(t *testing.T) {
 		}
 		return true
 	})
-	del := func(n *testenv.RedisNode) {
+	del := func(n *redistest.Node) {
 		if err := n.Client().Del(ctx, key).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +195,7 @@ func TestRedlockWatchdogLosesWhenTheQuorumIsGone(t *testing.T) {
 
 func TestFencingTokenSurvivesARestartThatLosesData(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.RedisNodes(t, 1)[0]
+	node := redistest.RedisNodes(t, 1)[0]
 	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: 10 * time.Second})
 	var last int64
 	for range 3 {
@@ -223,7 +223,7 @@ func TestFencingTokenSurvivesARestartThatLosesData(t *testing.T) {
 // restarted empty. Tokens must strictly increase in handoff order.
 func TestRedlockTokensIncreaseAcrossHandoffsWhileNodesRestart(t *testing.T) {
 	ctx := context.Background()
-	nodes := testenv.RedisNodes(t, 5)
+	nodes := redistest.RedisNodes(t, 5)
 	var lockers []*Locker
 	for range 4 {
 		l, _ := newLocker(t, clients(t, nodes...), Options{Name: "fence", TTL: 10 * time.Second, Wait: 10 * time.Second})

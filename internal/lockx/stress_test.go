@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // TestMutualExclusionUnderStress: 2 Lockers x 8 goroutines increment a plain
@@ -26,7 +26,7 @@ func TestMutualExclusionUnderStress(t *testing.T) {
 
 func stress(t *testing.T, handOver bool) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	const ttl = quickTTL
 	lockers := [2]*Locker{}
 	for i := range lockers {
