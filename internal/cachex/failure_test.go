@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // TestRedisKilledMidRun: callers keep getting values with no error, at most
@@ -20,7 +20,7 @@ import (
 // to serve the reads; once a cooldown has passed, a probe finds Redis back.
 func TestRedisKilledMidRun(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.RedisNodes(t, 1)[0]
+	node := redistest.RedisNodes(t, 1)[0]
 	rdb := client(t, node)
 	cmds := &commands{}
 	rdb.AddHook(cmds)
@@ -84,7 +84,7 @@ func TestRedisKilledMidRun(t *testing.T) {
 // configured timeout, not the length of the pause.
 func TestRedisPausedCallsReturnWithinTimeout(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.RedisNodes(t, 1)[0]
+	node := redistest.RedisNodes(t, 1)[0]
 	opt := node.Options()
 	opt.ContextTimeoutEnabled = true
 	opt.ReadTimeout, opt.WriteTimeout = -1, -1 // no timeouts of the client's own: only the cache's Timeout can help

@@ -11,12 +11,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // client returns a client of node that honours context deadlines, as New
 // requires.
-func client(t testing.TB, node *testenv.RedisNode) *redis.Client {
+func client(t testing.TB, node *redistest.Node) *redis.Client {
 	t.Helper()
 	opt := node.Options()
 	opt.ContextTimeoutEnabled = true

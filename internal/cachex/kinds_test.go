@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // autoPipelined and autoPipelineOption name the tests that run the
@@ -241,7 +241,7 @@ func (h *lanes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 // With Options.AutoPipeline a read alone goes straight through the client,
 // and reads that overlap go through its AutoPipeliner.
 func TestAutoPipelineOptionBatchesOnlyOverlappingCalls(t *testing.T) {
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	h := &lanes{}
 	rdb.AddHook(h)
 	// Timeout as newCache's: a GET that timed out on a busy machine would open

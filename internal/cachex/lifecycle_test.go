@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 type tenantKey struct{}
@@ -16,15 +16,16 @@ type tenantKey struct{}
 // An early refresh runs with the values of the read that triggered it (a
 // tenant, credentials, a trace), as a miss does, not with an empty context.
 func TestEarlyRefreshKeepsTheReadersContextValues(t *testing.T) {
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	clk := newClock()
 	for _, batch := range []bool{false, true} {
 		c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "values", Prefix: "values-" + map[bool]string{false: "get", true: "many"}[batch] + ":",
-			TTL: time.Hour, now: clk.Now})
+			TTL: time.Hour, now: clk.Now, noClockSync: true})
 		var seen sync.Map // reason -> tenant the loader saw
 		load := func(reason string) func(ctx context.Context) (string, error) {
 			return func(ctx context.Context) (string, error) {
 				seen.Store(reason, ctx.Value(tenantKey{}))
+				time.Sleep(time.Millisecond) // delta > 0: early refresh can happen
 				return "v", nil
 			}
 		}
@@ -46,7 +47,7 @@ func TestEarlyRefreshKeepsTheReadersContextValues(t *testing.T) {
 		ctx := context.WithValue(context.Background(), tenantKey{}, "tenant-7")
 		read(ctx, "miss")
 		clk.Add(time.Hour - time.Millisecond)
-		mustSetBeta(t, c, 1e9) // refresh early, whatever the delta
+		mustSetBeta(t, c, 1e9) // refresh early, for any delta above 0
 		read(ctx, "early")
 		waitFor(t, "the early refresh", func() bool { _, ok := seen.Load("early"); return ok })
 		for _, reason := range []string{"miss", "early"} {
@@ -62,7 +63,7 @@ func TestEarlyRefreshKeepsTheReadersContextValues(t *testing.T) {
 // nothing races (go test -race), and the key locks of the recomputes it
 // cancelled are released.
 func TestCloseWhileReading(t *testing.T) {
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "closing", Prefix: "closing:", TTL: 50 * time.Millisecond})
 	var calls atomic.Int64
 	load := func(ctx context.Context) (string, error) {

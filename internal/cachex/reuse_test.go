@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // item is a value read through a pointer: reuse hands out the same one.
@@ -25,7 +25,7 @@ func (c countingJSON) Unmarshal(b []byte) (*item, error) {
 // decoding; a changed, refreshed or invalidated entry is decoded afresh and
 // never answered from the reuse.
 func TestReuseDecodedServesOnlyTheSameEnvelope(t *testing.T) {
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	ctx := context.Background()
 	clk := newClock()
 	var decodes atomic.Int64
@@ -93,7 +93,7 @@ func TestReuseDecodedServesOnlyTheSameEnvelope(t *testing.T) {
 // is decoded at least every other time, and every value is still the key's
 // own. Off (the default), every hit decodes.
 func TestReuseDecodedIsBoundedAndOffByDefault(t *testing.T) {
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	ctx := context.Background()
 	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 	for _, slots := range []int{ways, 0} {

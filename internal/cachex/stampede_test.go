@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // The stampede tests read one hot key through two Cache instances with
@@ -46,7 +46,7 @@ func stampede(t *testing.T, strategy Strategy, beta float64, skew time.Duration)
 	if testing.Short() {
 		t.Skip("the stampede reads Redis thousands of times")
 	}
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	s := &sim{t: t, clk: newSimClock(), observer: client(t, node), gens: map[string]int64{}}
 	for i := range s.caches {
 		rdb := client(t, node)
