@@ -46,7 +46,8 @@ type manifest struct {
 type workload struct {
 	kind, name  string
 	replicas    int
-	serviceName string // a StatefulSet's
+	serviceName string            // a StatefulSet's
+	matchLabels map[string]string // a controller's selector
 	pod         *corev1.PodTemplateSpec
 }
 
@@ -205,12 +206,21 @@ func (r *release) add(t *testing.T, m manifest) {
 	case *policyv1.PodDisruptionBudget:
 		r.pdbs = append(r.pdbs, o)
 	case *appsv1.Deployment:
-		r.workloads = append(r.workloads, workload{"Deployment", o.Name, replicas(o.Spec.Replicas), "", &o.Spec.Template})
+		r.workloads = append(r.workloads, workload{"Deployment", o.Name, replicas(o.Spec.Replicas), "", matchLabels(o.Spec.Selector), &o.Spec.Template})
 	case *appsv1.StatefulSet:
-		r.workloads = append(r.workloads, workload{"StatefulSet", o.Name, replicas(o.Spec.Replicas), o.Spec.ServiceName, &o.Spec.Template})
+		r.workloads = append(r.workloads, workload{"StatefulSet", o.Name, replicas(o.Spec.Replicas), o.Spec.ServiceName, matchLabels(o.Spec.Selector), &o.Spec.Template})
 	case *batchv1.Job:
-		r.workloads = append(r.workloads, workload{"Job", o.Name, 1, "", &o.Spec.Template})
+		r.workloads = append(r.workloads, workload{"Job", o.Name, 1, "", nil, &o.Spec.Template})
 	}
+}
+
+// matchLabels returns a selector's labels; nil for none or for one with
+// expressions, which the checks do not evaluate.
+func matchLabels(s *metav1.LabelSelector) map[string]string {
+	if s == nil || len(s.MatchExpressions) > 0 {
+		return nil
+	}
+	return s.MatchLabels
 }
 
 // replicas is a controller's replica count: 1 when unset, as the API server
@@ -259,4 +269,16 @@ func readRepo(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// containerPtr returns the named container of w's pods, to change it.
+func (w workload) containerPtr(t *testing.T, name string) *corev1.Container {
+	t.Helper()
+	for i := range w.pod.Spec.Containers {
+		if w.pod.Spec.Containers[i].Name == name {
+			return &w.pod.Spec.Containers[i]
+		}
+	}
+	t.Fatalf("%s %s has no container %s", w.kind, w.name, name)
+	return nil
 }
