@@ -161,6 +161,42 @@ func checkAPICommand(t *testing.T, api workload, compose map[string]composeServi
 	}
 }
 
+// TestPostgresTakesEveryPool: Postgres's max_connections holds every API
+// instance's pools at their size (cmd/api's MaxConns for the catalog and the
+// warehouse, read from its source) and the seed's connection; its
+// environment is compose's.
+func TestPostgresTakesEveryPool(t *testing.T) {
+	src := readRepo(t, "cmd/api/run.go")
+	perInstance := 0
+	for _, re := range []string{`poolCfg\.MaxConns = (\d+)`, `whCfg\.MaxConns = (\d+)`} {
+		m := regexp.MustCompile(re).FindSubmatch(src)
+		if m == nil {
+			t.Fatalf("cmd/api/run.go: no %s", re)
+		}
+		n, _ := strconv.Atoi(string(m[1]))
+		perInstance += n
+	}
+	compose := composeFile(t)
+	forEachSet(t, func(r *release) []error {
+		pg := r.workload(t, "postgres").container(t, "postgres")
+		var errs []error
+		if env := r.envOf(t, pg); env["POSTGRES_DB"] != compose["postgres"].Environment["POSTGRES_DB"] ||
+			env["POSTGRES_HOST_AUTH_METHOD"] != compose["postgres"].Environment["POSTGRES_HOST_AUTH_METHOD"] {
+			errs = append(errs, fmt.Errorf("postgres env %v, want compose's %v", env, compose["postgres"].Environment))
+		}
+		max := -1
+		for i, a := range pg.Args {
+			if v, ok := strings.CutPrefix(a, "max_connections="); ok && i > 0 && pg.Args[i-1] == "-c" {
+				max, _ = strconv.Atoi(v)
+			}
+		}
+		if need := r.workload(t, "api").replicas*perInstance + 1; max < need {
+			errs = append(errs, fmt.Errorf("postgres max_connections %d (args %q), want at least %d: %d API instances of %d connections, and the seed", max, pg.Args, need, r.workload(t, "api").replicas, perInstance))
+		}
+		return errs
+	})
+}
+
 // checkLoadgenCommand: compose's loadgen entrypoint and command, with
 // -target naming every API instance.
 func checkLoadgenCommand(t *testing.T, c corev1.Container, compose composeService, replicas int) {
