@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,7 +63,7 @@ func BenchmarkLockQuorum(b *testing.B) {
 				}
 				return lk.Release()
 			}
-			b.Run(fmt.Sprintf("%dnodes/%s", size, mode), func(b *testing.B) { run(b, mode, take) })
+			b.Run(fmt.Sprintf("%dnodes/%s", size, mode), func(b *testing.B) { countCommands(b, nodes[:size], func() { run(b, mode, take) }) })
 		}
 	}
 }
@@ -123,9 +124,10 @@ func BenchmarkGetManyTopology(b *testing.B) {
 		return out, nil
 	}
 	for _, side := range []struct {
-		name string
-		rdb  redis.UniversalClient
-	}{{"single", client(b, single)}, {"cluster3", cl}} {
+		name  string
+		rdb   redis.UniversalClient
+		nodes []*testenv.RedisNode
+	}{{"single", client(b, single), []*testenv.RedisNode{single}}, {"cluster3", cl, cluster.Nodes}} {
 		c, err := cachex.New(side.rdb, cachex.Raw{}, cachex.Options{Name: side.name, TTL: time.Hour, Registerer: prometheus.NewRegistry()})
 		if err != nil {
 			b.Fatal(err)
@@ -135,13 +137,46 @@ func BenchmarkGetManyTopology(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(side.name+"/seq", func(b *testing.B) {
-			run(b, "seq", func(ctx context.Context, _ string) error {
-				vals, err := c.GetMany(ctx, keys, load)
-				if err == nil && len(vals) != batch {
-					err = fmt.Errorf("%d values, want %d", len(vals), batch)
-				}
-				return err
+			countCommands(b, side.nodes, func() {
+				run(b, "seq", func(ctx context.Context, _ string) error {
+					vals, err := c.GetMany(ctx, keys, load)
+					if err == nil && len(vals) != batch {
+						err = fmt.Errorf("%d values, want %d", len(vals), batch)
+					}
+					return err
+				})
 			})
 		})
 	}
+}
+
+// countCommands runs bench and reports the commands the servers nodes
+// processed per operation (cmds/op, from INFO's total_commands_processed,
+// less the INFO calls themselves): a figure the machine's load does not
+// move, unlike the time.
+func countCommands(b *testing.B, nodes []*testenv.RedisNode, bench func()) {
+	before := commands(b, nodes)
+	bench()
+	after := commands(b, nodes)
+	if b.N > 0 {
+		b.ReportMetric(float64(after-before-int64(len(nodes)))/float64(b.N), "cmds/op")
+	}
+}
+
+// commands sums the commands nodes have processed.
+func commands(b *testing.B, nodes []*testenv.RedisNode) int64 {
+	var total int64
+	for _, n := range nodes {
+		info, err := n.Client().Info(context.Background(), "stats").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for line := range strings.Lines(info) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_commands_processed:"); ok {
+				c, _ := strconv.ParseInt(v, 10, 64)
+				total += c
+			}
+		}
+	}
+	return total
 }
