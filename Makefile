@@ -34,6 +34,10 @@ test-short: ## the tests that need no servers (go test -short)
 	$(GO) test -short -count=1 ./...
 
 DURATION ?= 2m
+.PHONY: copy-check
+copy-check: ## copy cachex, lockx and redistest into a fresh module with go-redis v9.22.0 (GOREDIS) and run go vet and their tests there
+	bash scripts/copy-check.sh
+
 .PHONY: torture
 torture: ## the fault-injection checker: lock and reserve workloads against real servers (DURATION=2m, SEED=random)
 	$(GO) run ./cmd/torture -duration $(DURATION) $(if $(SEED),-seed $(SEED))

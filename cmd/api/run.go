@@ -123,12 +123,12 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 // lockTTL is the reservation lock's TTL.
 const lockTTL = 5 * time.Second
 
-// redisClient opens a client whose every call is bounded: the cache's by its
-// own 100ms read/write timeouts (cachex's Timeout), the lock's by context
-// deadlines, with one dial attempt so a dead Redlock node fails fast. The
-// lock's read/write timeouts equal lockx's Timeout (TTL/10) as well, so that
-// a hung node frees its AutoPipeliner's stream as soon as the callers gave up
-// (docs/lockx.md#clients).
+// redisClient opens a client whose every call is bounded by the caller's
+// context deadline (cachex and lockx refuse a client without), with one
+// dial attempt so a dead Redlock node fails fast. The read/write timeouts
+// equal the package's Timeout (the cache's 100ms, the lock's TTL/10) as
+// well, so that a hung server frees an AutoPipeliner's stream as soon as
+// the callers gave up (docs/lockx.md#clients).
 func redisClient(url string, forLock bool) (*redis.Client, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
@@ -136,9 +136,8 @@ func redisClient(url string, forLock bool) (*redis.Client, error) {
 	}
 	// One dial attempt, no command retries: a dead Redis must cost a call
 	// its timeout once, not go-redis's retries and backoff (seconds).
-	opt.DialerRetries, opt.MaxRetries = 1, -1
+	opt.DialerRetries, opt.MaxRetries, opt.ContextTimeoutEnabled = 1, -1, true
 	if forLock {
-		opt.ContextTimeoutEnabled = true
 		opt.ReadTimeout, opt.WriteTimeout = lockTTL/10, lockTTL/10
 	} else {
 		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond

@@ -124,7 +124,7 @@ func TestBatchRefreshCountsALockErrorAsAnError(t *testing.T) {
 	ctx := context.Background()
 	rdb := client(t, testenv.Redis(t))
 	clk := newClock()
-	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "lockerr", TTL: time.Hour, Now: clk.Now})
+	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "lockerr", TTL: time.Hour, now: clk.Now})
 	load := func(_ context.Context, keys []string) (map[string]string, error) {
 		return map[string]string{keys[0]: "v"}, nil
 	}
@@ -133,7 +133,8 @@ func TestBatchRefreshCountsALockErrorAsAnError(t *testing.T) {
 	}
 	rdb.AddHook(failLocks{})
 	clk.Add(time.Hour - time.Millisecond)
-	if _, err := c.GetMany(ctx, []string{"a"}, load, WithBeta(1e9)); err != nil {
+	mustSetBeta(t, c, 1e9) // refresh early, whatever the delta
+	if _, err := c.GetMany(ctx, []string{"a"}, load); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the failed lock to be counted", 5*time.Second, func() bool {

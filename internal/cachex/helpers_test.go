@@ -244,3 +244,11 @@ func histogram(t testing.TB, reg *prometheus.Registry, name string) (uint64, flo
 }
 
 func counterOf(c prometheus.Counter) float64 { return testutil.ToFloat64(c) }
+
+// mustSetBeta sets c's beta for the reads that follow.
+func mustSetBeta[V any](t testing.TB, c *Cache[V], beta float64) {
+	t.Helper()
+	if err := c.SetBeta(beta); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -97,7 +97,7 @@ func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
 		read    func(c *Cache[string], s *source) (string, error)
 	}{
 		"get under the lease": {opts: Options{}},
-		"get without a lease": {opts: Options{NoLease: true}},
+		"get without a lease": {opts: Options{noLease: true}},
 		"get whose lock call failed": {opts: Options{}, prepare: func(t *testing.T, c *Cache[string], rdb redis.UniversalClient) {
 			rdb.(*redis.Client).AddHook(failLocks{})
 		}},
@@ -123,7 +123,7 @@ func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
 		"get under ttl":               {opts: Options{Strategy: TTL}},
 		"batch":                       {opts: Options{}},
 		"batch under ttl":             {opts: Options{Strategy: TTL}},
-		"cluster get without a lease": {opts: Options{NoLease: true}, cluster: true},
+		"cluster get without a lease": {opts: Options{noLease: true}, cluster: true},
 		"cluster batch":               {opts: Options{}, cluster: true},
 	}
 	for name, p := range paths {

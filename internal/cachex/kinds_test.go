@@ -134,9 +134,11 @@ var notOverAutoPipeliner = map[string]string{
 	"TestGetManyCluster":                                      "counts round trips, which an AutoPipeliner forms",
 	"TestGetManySendsAtMost500KeysPerMGET":                    "counts MGETs, which only a plain client sends",
 	"TestGetManySingleNode":                                   "counts MGETs, which only a plain client sends",
+	"TestNewRefusesAClientWithoutDeadlines":                   "checks New's check of plain clients' options",
 	"TestNewRefusesUnusableOptions":                           "checks New's validation of plain clients' options",
 	"TestNewRejectsBadOptions":                                "builds no cache over Redis",
 	"TestShouldRefreshBoundaries":                             "no Redis",
+	"TestUnansweringHostCallsEndAtTimeout":                    "a dial and a read that never end: the deadline is the context's, whatever the client kind",
 	"TestXFetchStatistics":                                    "no Redis",
 }
 

@@ -20,7 +20,7 @@ func TestEarlyRefreshKeepsTheReadersContextValues(t *testing.T) {
 	clk := newClock()
 	for _, batch := range []bool{false, true} {
 		c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "values", Prefix: "values-" + map[bool]string{false: "get", true: "many"}[batch] + ":",
-			TTL: time.Hour, Now: clk.Now})
+			TTL: time.Hour, now: clk.Now})
 		var seen sync.Map // reason -> tenant the loader saw
 		load := func(reason string) func(ctx context.Context) (string, error) {
 			return func(ctx context.Context) (string, error) {
@@ -28,16 +28,16 @@ func TestEarlyRefreshKeepsTheReadersContextValues(t *testing.T) {
 				return "v", nil
 			}
 		}
-		read := func(ctx context.Context, reason string, opts ...GetOption) {
+		read := func(ctx context.Context, reason string) {
 			t.Helper()
 			var err error
 			if batch {
 				_, err = c.GetMany(ctx, []string{"k"}, func(ctx context.Context, keys []string) (map[string]string, error) {
 					v, err := load(reason)(ctx)
 					return map[string]string{"k": v}, err
-				}, opts...)
+				})
 			} else {
-				_, err = c.Get(ctx, "k", load(reason), opts...)
+				_, err = c.Get(ctx, "k", load(reason))
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -46,7 +46,8 @@ func TestEarlyRefreshKeepsTheReadersContextValues(t *testing.T) {
 		ctx := context.WithValue(context.Background(), tenantKey{}, "tenant-7")
 		read(ctx, "miss")
 		clk.Add(time.Hour - time.Millisecond)
-		read(ctx, "early", WithBeta(1e9))
+		mustSetBeta(t, c, 1e9) // refresh early, whatever the delta
+		read(ctx, "early")
 		waitFor(t, "the early refresh", 5*time.Second, func() bool { _, ok := seen.Load("early"); return ok })
 		for _, reason := range []string{"miss", "early"} {
 			if v, _ := seen.Load(reason); v != "tenant-7" {

@@ -72,7 +72,7 @@ func (b *blocking) load(ctx context.Context) (string, error) {
 // cancelled one.
 func TestLoadIsCancelledWhenNoCallerWaits(t *testing.T) {
 	rdb := client(t, testenv.Redis(t))
-	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "cancel", TTL: time.Minute, NoLease: true})
+	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "cancel", TTL: time.Minute, noLease: true})
 	b := newBlocking()
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	ctx2, cancel2 := context.WithCancel(context.Background())

@@ -133,7 +133,7 @@ func TestGetCluster(t *testing.T) {
 	rdb := redis.NewClusterClient(opt)
 	t.Cleanup(func() { _ = rdb.Close() })
 	clk, rnd := newClock(), &fixedRand{}
-	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "cl", TTL: 10 * time.Second, Now: clk.Now, Rand: rnd.Float64})
+	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "cl", TTL: 10 * time.Second, now: clk.Now, rand: rnd.Float64})
 	l := &loader{delay: 20 * time.Millisecond}
 	for _, k := range keysN(30) {
 		if v, err := c.Get(ctx, k, l.load); err != nil || v == "" {
@@ -234,7 +234,7 @@ func TestGetManyStaleAndNegative(t *testing.T) {
 	ctx := context.Background()
 	rdb := client(t, testenv.Redis(t))
 	clk := newClock()
-	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "many", TTL: time.Second, Grace: time.Hour, NegativeTTL: time.Minute, Now: clk.Now})
+	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "many", TTL: time.Second, Grace: time.Hour, NegativeTTL: time.Minute, now: clk.Now})
 	bl := &batchLoader{missing: map[string]bool{"gone": true}}
 	if _, err := c.GetMany(ctx, []string{"a", "b", "gone"}, bl.load); err != nil {
 		t.Fatal(err)

@@ -119,7 +119,8 @@ func TestLoaderPanicIsRecoveredOnEveryPath(t *testing.T) {
 				t.Fatal(err)
 			}
 			clk.Add(time.Hour - time.Millisecond) // due: the read refreshes in the background
-			if v, err := c.Get(ctx, "k", p.load, WithBeta(1e9)); err != nil || v != "v1" {
+			mustSetBeta(t, c, 1e9)
+			if v, err := c.Get(ctx, "k", p.load); err != nil || v != "v1" {
 				t.Fatalf("read that started the refresh: %q, %v; want v1 served", v, err)
 			}
 			waitFor(t, "the refresh", 5*time.Second, func() bool { return recomputes(c, reasonEarly, "panic") == 1 })
@@ -132,7 +133,8 @@ func TestLoaderPanicIsRecoveredOnEveryPath(t *testing.T) {
 				t.Fatal(err)
 			}
 			clk.Add(time.Hour - time.Millisecond)
-			if got, err := c.GetMany(ctx, []string{"a"}, p.loadMany, WithBeta(1e9)); err != nil || got["a"] != "v1" {
+			mustSetBeta(t, c, 1e9)
+			if got, err := c.GetMany(ctx, []string{"a"}, p.loadMany); err != nil || got["a"] != "v1" {
 				t.Fatalf("read that started the refresh: %v, %v; want v1 served", got, err)
 			}
 			waitFor(t, "the refresh", 5*time.Second, func() bool { return recomputes(c, reasonEarly, "panic") == 1 })
@@ -144,7 +146,7 @@ func TestLoaderPanicIsRecoveredOnEveryPath(t *testing.T) {
 			clk := newClock()
 			prefix := "panic-" + strings.ReplaceAll(name, " ", "-") + ":"
 			c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "panic", Prefix: prefix, TTL: time.Hour, BreakerFailures: 3,
-				BreakerCooldown: time.Hour, Now: clk.Now, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+				BreakerCooldown: time.Hour, now: clk.Now, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 			p := &panicky{}
 			reason := run(t, c, clk, p)
 			if n := recomputes(c, reason, "panic"); n < 1 {

@@ -28,7 +28,7 @@ func TestBreakerHealsAfterAProbeWhoseCallerGaveUp(t *testing.T) {
 			clk := newClock()
 			const cooldown = time.Second
 			c, _ := newCache(t, client(t, node), JSON[string]{}, Options{Name: "probe", TTL: time.Hour, Timeout: 100 * time.Millisecond,
-				BreakerFailures: 1, BreakerCooldown: cooldown, Now: clk.Now})
+				BreakerFailures: 1, BreakerCooldown: cooldown, now: clk.Now})
 			l := &loader{}
 			if v, err := c.Get(ctx, "k", l.load); err != nil || v != "v1" {
 				t.Fatalf("fill: %q, %v", v, err)

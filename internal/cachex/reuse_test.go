@@ -29,7 +29,7 @@ func TestReuseDecodedServesOnlyTheSameEnvelope(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
 	var decodes atomic.Int64
-	opts := Options{Name: "reuse", Prefix: "reuse-" + itoa(time.Now().UnixNano()) + ":", TTL: time.Minute, NoEarlyRefresh: true, Now: clk.Now, ClockSync: -1}
+	opts := Options{Name: "reuse", Prefix: "reuse-" + itoa(time.Now().UnixNano()) + ":", TTL: time.Minute, noEarlyRefresh: true, now: clk.Now, noClockSync: true}
 	withReuse := opts
 	withReuse.ReuseDecoded = 8
 	c, _ := newCache(t, client(t, node), countingJSON{&decodes}, withReuse)
@@ -99,7 +99,7 @@ func TestReuseDecodedIsBoundedAndOffByDefault(t *testing.T) {
 	for _, slots := range []int{ways, 0} {
 		var decodes atomic.Int64
 		c, _ := newCache(t, client(t, node), countingJSON{&decodes}, Options{Name: "reuse" + itoa(int64(slots)), Prefix: "reuse-" + itoa(time.Now().UnixNano()) + ":",
-			TTL: time.Minute, NoEarlyRefresh: true, ReuseDecoded: slots})
+			TTL: time.Minute, noEarlyRefresh: true, ReuseDecoded: slots})
 		for pass := range 3 {
 			for _, k := range keys {
 				v, err := c.Get(ctx, k, func(context.Context) (*item, error) { return &item{Name: k}, nil })

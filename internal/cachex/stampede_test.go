@@ -44,7 +44,7 @@ func stampede(t *testing.T, strategy Strategy, beta float64, run, skew time.Dura
 		offset := time.Duration(i) * skew
 		now := func() time.Time { return time.Now().Add(offset) }
 		caches[i], _ = newCache(t, rdb, JSON[string]{}, Options{Name: "stampede", TTL: ttl, Timeout: time.Second, Strategy: strategy, Beta: beta,
-			NoEarlyRefresh: beta == 0, Now: now})
+			noEarlyRefresh: beta == 0, now: now})
 	}
 	ctx := context.Background()
 	// The first fill: both instances miss. Under XFetch instance 0 takes the

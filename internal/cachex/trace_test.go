@@ -101,8 +101,8 @@ func TestSpansOfAnEarlyRefreshAndAFailedLoad(t *testing.T) {
 	tp, rec := recorder(t)
 	clk := newClock()
 	c, _ := newCache(t, client(t, testenv.Redis(t)), Raw{}, Options{
-		Name: "early", TTL: time.Minute, Now: clk.Now, ClockSync: -1, Beta: 1e9, TracerProvider: tp,
-		Rand: func() float64 { return 0.999999 }, // with Beta 1e9: refresh early, whatever the delta
+		Name: "early", TTL: time.Minute, now: clk.Now, noClockSync: true, Beta: 1e9, TracerProvider: tp,
+		rand: func() float64 { return 0.999999 }, // with Beta 1e9: refresh early, whatever the delta
 	})
 	// Envelopes keep the delta in milliseconds: a load of at least 1ms
 	// makes it nonzero, so that XFetch can decide to refresh early.

@@ -36,7 +36,15 @@
 // With Options.TracerProvider, acquisitions are lockx.acquire spans and a
 // lost lock is a lockx.lost event on the holder's span.
 //
-// The package depends only on the standard library, go-redis, client_golang
-// and the OpenTelemetry trace API (no SDK); pgfence adds pgx. Copy the directory into your service and
-// change the package path.
+// The package depends only on the standard library, go-redis v9.22.0 or
+// later (its AutoPipeliner), client_golang and the OpenTelemetry trace API
+// (no SDK); pgfence adds pgx v5. To copy it into a service, take this
+// directory (with pgfence) and internal/redistest (its tests' private
+// redis-server processes), change the import paths and create each client
+// with ContextTimeoutEnabled; docs/lockx.md ("Copy it"), in the project the
+// package comes from, has
+// the rest.
+//
+// Comments cite sections of that project's documentation as
+// docs/lockx.md, "Section"; keep those pages with a copy.
 package lockx

@@ -150,7 +150,7 @@ func tallyExtensions(got []reply) (extended, gone int) {
 // by Timeout, and returns once a quorum answered; no extension runs after
 // it. It returns ErrLost if the lock had been lost, an error if fewer than a
 // quorum confirmed (the lock then expires by its TTL), else nil; a second
-// call returns nil (docs/lockx.md#the-algorithm, Release).
+// call returns nil (docs/lockx.md, "The algorithm", Release).
 func (lk *Lock) Release() error {
 	lk.mu.Lock()
 	if lk.released {

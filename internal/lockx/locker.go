@@ -36,7 +36,7 @@ type Locker struct {
 // (redis.Options.ContextTimeoutEnabled false): with it, dialling, pool
 // waits, retries, reads and writes all end at the deadline. An
 // *redis.AutoPipeliner of such a client is accepted too: a call's wait for
-// its reply ends at the deadline (docs/lockx.md#clients). Other client types
+// its reply ends at the deadline (docs/lockx.md, "Clients"). Other client types
 // must honour context deadlines themselves.
 func New(nodes []redis.UniversalClient, opts Options) (*Locker, error) {
 	if len(nodes) == 0 {

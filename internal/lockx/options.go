@@ -51,7 +51,7 @@ type Options struct {
 	// TracerProvider, when set, gives a lockx.acquire span per Acquire and
 	// TryAcquire (attempts, wait, result, token) and a lockx.lost event on
 	// the caller's span when a held lock is lost. Nil: neither, at the cost
-	// of a nil check (docs/metrics.md#spans). Whatever the setting, an
+	// of a nil check (docs/metrics.md, "Spans"). Whatever the setting, an
 	// acquisition whose caller's span is sampled puts its trace id on
 	// lockx_acquire_wait_seconds as an exemplar.
 	TracerProvider trace.TracerProvider
@@ -102,7 +102,7 @@ func (o Options) withDefaults() (Options, error) {
 
 // fenceExpiry is how long a fence counter outlives its resource's last
 // acquisition, in ms: a day, or ten TTLs if longer (harmless: see
-// docs/lockx.md#tokens-that-survive-restarts-snapshots-and-quorums).
+// docs/lockx.md, "Tokens that survive restarts, snapshots and quorums").
 func fenceExpiry(ttl time.Duration) int64 { return max(24*time.Hour, 10*ttl).Milliseconds() }
 
 // drift is the clock drift Redlock allows for: 1% of the TTL plus 2ms for

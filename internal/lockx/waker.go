@@ -13,7 +13,7 @@ import (
 // waker delivers release messages to waiting Acquire calls over one Pub/Sub
 // connection per Locker. Waiters only change a map; a goroutine of its own
 // does the network I/O, each call bounded by Timeout, so a paused server
-// delays wake-ups, never a waiter (docs/lockx.md#the-algorithm, Waiting).
+// delays wake-ups, never a waiter (docs/lockx.md, "The algorithm", Waiting).
 // A message is empty after a release, "holder:token" after a hand-over.
 type waker struct {
 	rdb     redis.UniversalClient
@@ -68,26 +68,6 @@ func (w *waker) wait(ch, holder string) *registration {
 		go w.run()
 	}
 	return r
-}
-
-// rehome moves the registration to a new holder token: from now on only
-// hand-overs to that token reach it, and a pending message is dropped. A
-// nil registration does nothing.
-func (r *registration) rehome(holder string) {
-	if r == nil {
-		return
-	}
-	r.w.mu.Lock()
-	defer r.w.mu.Unlock()
-	if set := r.w.waiters[r.ch]; set != nil {
-		if _, ok := set[r.c]; ok {
-			set[r.c] = holder
-		}
-	}
-	select {
-	case <-r.c:
-	default:
-	}
 }
 
 // stop ends the registration.
