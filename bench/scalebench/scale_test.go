@@ -109,7 +109,7 @@ func BenchmarkGetManyTopology(b *testing.B) {
 	single := testenv.Redis(b)
 	cluster := testenv.RedisCluster(b, 3)
 	cl := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: []string{cluster.Nodes[0].Addr()}, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond,
+		Addrs: []string{cluster.Nodes[0].Addr()}, ContextTimeoutEnabled: true, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond,
 	})
 	b.Cleanup(func() { _ = cl.Close() })
 	keys := make([]string, batch)

@@ -147,9 +147,9 @@ func redisClient(url string, forLock bool) (*redis.Client, error) {
 
 // cacheClient opens the caches' client: a Redis Cluster's when
 // REDIS_CLUSTER_URL is set, else REDIS_URL's one server, with the same
-// bounds as redisClient's cache client (its 100ms timeouts per node, one dial
-// attempt, no command retries; a cluster still follows MOVED and ASK
-// redirects).
+// bounds as redisClient's cache client (context deadlines honoured, 100ms
+// timeouts per node, one dial attempt, no command retries; a cluster still
+// follows MOVED and ASK redirects).
 func cacheClient(cfg config) (redis.UniversalClient, error) {
 	if cfg.redisClusterURL == "" {
 		c, err := redisClient(cfg.redisURL, false)
@@ -162,7 +162,7 @@ func cacheClient(cfg config) (redis.UniversalClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redis cluster url %q: %w", cfg.redisClusterURL, err)
 	}
-	opt.DialerRetries, opt.MaxRetries = 1, -1
+	opt.DialerRetries, opt.MaxRetries, opt.ContextTimeoutEnabled = 1, -1, true
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
 	return redis.NewClusterClient(opt), nil
 }
