@@ -8,11 +8,16 @@ help: ## list the targets
 
 # test: the main module's tests run last, through scripts/gotest.sh, so that
 # the time each package took ends the output (slowest first).
+# deploy/helm/chartcheck, a module of its own (Helm's SDK and the Kubernetes
+# API types stay out of go.mod), renders the Helm chart and checks it; its
+# first build compiles Helm and Kubernetes' modules (minutes: figures in
+# deploy/helm/README.md), later ones take seconds.
 TESTFLAGS = -race -count=1 -timeout 9m
 .PHONY: test
 test: jaeger ## go vet, then every test with the race detector against real Redis and Postgres, then each package's time (builds Jaeger first: make jaeger)
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./cmd/...
+	cd deploy/helm/chartcheck && $(GO) vet ./... && $(GO) test -count=1 ./...
 	GO=$(GO) bash scripts/gotest.sh $(TESTFLAGS) ./...
 
 # test-under-load: make test's go test with one busy process per core beside

@@ -145,9 +145,31 @@ func redisClient(url string, forLock bool) (*redis.Client, error) {
 	return redis.NewClient(opt), nil
 }
 
+// cacheClient opens the caches' client: a Redis Cluster's when
+// REDIS_CLUSTER_URL is set, else REDIS_URL's one server, with the same
+// bounds as redisClient's cache client (context deadlines honoured, 100ms
+// timeouts per node, one dial attempt, no command retries; a cluster still
+// follows MOVED and ASK redirects).
+func cacheClient(cfg config) (redis.UniversalClient, error) {
+	if cfg.redisClusterURL == "" {
+		c, err := redisClient(cfg.redisURL, false)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	opt, err := redis.ParseClusterURL(cfg.redisClusterURL)
+	if err != nil {
+		return nil, fmt.Errorf("redis cluster url %q: %w", cfg.redisClusterURL, err)
+	}
+	opt.DialerRetries, opt.MaxRetries, opt.ContextTimeoutEnabled = 1, -1, true
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	return redis.NewClusterClient(opt), nil
+}
+
 // healthChecks are the dependencies /health reports on: Postgres, the caches'
 // Redis and each lock server.
-func healthChecks(pool *pgxpool.Pool, cache *redis.Client, locks []redis.UniversalClient) map[string]func(context.Context) error {
+func healthChecks(pool *pgxpool.Pool, cache redis.UniversalClient, locks []redis.UniversalClient) map[string]func(context.Context) error {
 	checks := map[string]func(context.Context) error{
 		"postgres":    pool.Ping,
 		"cache_redis": func(ctx context.Context) error { return cache.Ping(ctx).Err() },
@@ -166,7 +188,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, sdk *sdktrace.Tr
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	cacheRedis, err := redisClient(cfg.redisURL, false)
+	cacheRedis, err := cacheClient(cfg)
 	if err != nil {
 		return err
 	}
@@ -265,7 +287,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, sdk *sdktrace.Tr
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	fmt.Fprintf(stdout, "api: listening on %s (admin API %s)\n", ln.Addr(), map[bool]string{true: "on", false: "off"}[cfg.adminToken != ""])
-	log.Info("listening", "addr", ln.Addr().String(), "lock_nodes", len(lockNodes), "redis_autopipeline", cfg.autoPipeline, "reuse_decoded", cfg.reuseDecoded,
+	log.Info("listening", "addr", ln.Addr().String(), "lock_nodes", len(lockNodes), "cache_cluster", cfg.redisClusterURL != "", "redis_autopipeline", cfg.autoPipeline, "reuse_decoded", cfg.reuseDecoded,
 		"otlp_endpoint", cfg.otlpEndpoint, "trace_sample", cfg.traceSample)
 
 	// Every replica sweeps expired holds and reconciles what cuts left; a
@@ -300,7 +322,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, sdk *sdktrace.Tr
 }
 
 // registerPoolStats exports the pgx and go-redis connection pools' state.
-func registerPoolStats(reg prometheus.Registerer, pool *pgxpool.Pool, rdb *redis.Client) error {
+func registerPoolStats(reg prometheus.Registerer, pool *pgxpool.Pool, rdb redis.UniversalClient) error {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}

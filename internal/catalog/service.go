@@ -29,9 +29,9 @@ type Config struct {
 	// HoldTTL is how long a reservation holds its units before the sweeper
 	// (RunSweeper) gives them back; 0 means DefaultHoldTTL (15m).
 	HoldTTL time.Duration
-	// Cache is the client of the caches' Redis. Service adds the fault
-	// injection hook to it.
-	Cache  *redis.Client
+	// Cache is the client of the caches' Redis: one server's, or a Redis
+	// Cluster's. Service adds the fault injection hook to it.
+	Cache  redis.UniversalClient
 	Locker *lockx.Locker
 	// Faults, shared with the admin API; nil means none can be injected.
 	Faults *Injector
