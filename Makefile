@@ -8,11 +8,16 @@ help: ## list the targets
 
 # test: the main module's tests run last, through scripts/gotest.sh, so that
 # the time each package took ends the output (slowest first).
+# deploy/helm/chartcheck, a module of its own (Helm's SDK and the Kubernetes
+# API types stay out of go.mod), renders the Helm chart and checks it; its
+# first build compiles Helm and Kubernetes' modules (minutes: figures in
+# deploy/helm/README.md), later ones take seconds.
 TESTFLAGS = -race -count=1 -timeout 9m
 .PHONY: test
 test: jaeger ## go vet, then every test with the race detector against real Redis and Postgres, then each package's time (builds Jaeger first: make jaeger)
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./cmd/...
+	cd deploy/helm/chartcheck && $(GO) vet ./... && $(GO) test -count=1 ./...
 	GO=$(GO) bash scripts/gotest.sh $(TESTFLAGS) ./...
 
 # test-under-load: make test's go test with one busy process per core beside
@@ -29,6 +34,10 @@ test-short: ## the tests that need no servers (go test -short)
 	$(GO) test -short -count=1 ./...
 
 DURATION ?= 2m
+.PHONY: copy-check
+copy-check: ## copy cachex, lockx and redistest into a fresh module with go-redis v9.22.0 (GOREDIS) and run go vet and their tests there
+	bash scripts/copy-check.sh
+
 .PHONY: torture
 torture: ## the fault-injection checker: lock and reserve workloads against real servers (DURATION=2m, SEED=random)
 	$(GO) run ./cmd/torture -duration $(DURATION) $(if $(SEED),-seed $(SEED))
@@ -88,18 +97,40 @@ stop-local: ## stop what run-local started (the API, the demo load, Jaeger, Prom
 	bash scripts/local.sh stop
 
 # experiments: the guided experiments' commands as docs/experiments shows them,
-# writing into the committed references (TestExperimentCommandsParse keeps the
-# two in step).
+# writing into EXPERIMENTS_DIR (the committed references unless set;
+# TestExperimentCommandsParse keeps the two in step). loadgen reads the
+# addresses make run-local wrote to $(RUN_DIR)/env: the API (LOADGEN_TARGET),
+# its own /metrics listener (LOADGEN_METRICS_ADDR, the address run-local's
+# Prometheus scrapes) and Jaeger (JAEGER_URL), unless the environment sets
+# them. CONDITIONS labels the reports (how busy the machine was).
+RUN_DIR ?= .run
+EXPERIMENTS_DIR ?= docs/experiments
+runenv = $(shell sed -n 's/^$(1)=//p' $(RUN_DIR)/env 2>/dev/null)
 LOADGEN = $(GO) run ./cmd/loadgen -admin-token local-admin
 .PHONY: experiments
-# The reports link their slowest requests to the Jaeger run-local started
-# (JAEGER_URL in .run/env) and draw their traces.
-experiments: export JAEGER_URL ?= $(shell sed -n 's/^JAEGER_URL=//p' .run/env 2>/dev/null)
-experiments: ## rerun the four guided experiments against make run-local and replace their reports in docs/experiments (~8 min)
-	$(LOADGEN) -rate 200 -phases ttl,xfetch:1,xfetch:0.5 -phase-duration 60s -report-dir docs/experiments/01-stampede stampede
-	$(LOADGEN) -rate 20 -duration 30s -skus 1,3,4,5,6,7,8,9,10,11 -stock 20 -pause-percent 5 -pause-ms 6000 -report-dir docs/experiments/02-lost-lock lostlock
-	$(LOADGEN) -rate 200 -duration 90s -outage-at 30s -outage-for 30s -report-dir docs/experiments/03-redis-outage browse
-	$(LOADGEN) -rate 200 -phases ttl,xfetch:1 -phase-duration 30s -report-dir docs/experiments/04-trace-a-stampede stampede
+experiments: export LOADGEN_TARGET ?= $(call runenv,LOADGEN_TARGET)
+experiments: export LOADGEN_METRICS_ADDR ?= $(call runenv,LOADGEN_METRICS_ADDR)
+experiments: export JAEGER_URL ?= $(call runenv,JAEGER_URL)
+experiments: export LOADGEN_CONDITIONS ?= $(CONDITIONS)
+experiments: ## rerun the four guided experiments against make run-local into EXPERIMENTS_DIR (default docs/experiments: the committed reports; ~8 min)
+	$(LOADGEN) -rate 200 -phases ttl,xfetch:1,xfetch:0.5 -phase-duration 60s -report-dir $(EXPERIMENTS_DIR)/01-stampede stampede
+	$(LOADGEN) -rate 20 -duration 30s -skus 1,3,4,5,6,7,8,9,10,11 -stock 20 -pause-percent 5 -pause-ms 6000 -report-dir $(EXPERIMENTS_DIR)/02-lost-lock lostlock
+	$(LOADGEN) -rate 200 -duration 90s -outage-at 30s -outage-for 30s -report-dir $(EXPERIMENTS_DIR)/03-redis-outage browse
+	$(LOADGEN) -rate 200 -phases ttl,xfetch:1 -phase-duration 30s -report-dir $(EXPERIMENTS_DIR)/04-trace-a-stampede stampede
+
+# experiments-busy: the experiments with one CPU hog per core beside them
+# (scripts/with-hogs.sh), as on a laptop running other work; the reports say
+# so. experiments-quiet: the same on a quiet machine; it refuses to start
+# while the 1-minute load average is above half the cores, so a report
+# labelled quiet was measured quiet.
+.PHONY: experiments-busy
+experiments-busy: ## make experiments beside one CPU hog per core; the reports are labelled busy
+	bash scripts/with-hogs.sh $(MAKE) --no-print-directory experiments CONDITIONS="busy: $$(nproc) CPU hogs beside the run, one per core (make experiments-busy); load average $$(cut -d' ' -f1 /proc/loadavg) on $$(nproc) cores at the start"
+
+.PHONY: experiments-quiet
+experiments-quiet: ## make experiments on a quiet machine (refuses while the load average is above half the cores); the reports are labelled quiet
+	@awk -v cores=$$(nproc) '{ if ($$1 > cores / 2) { printf "experiments-quiet: load average %s on %d cores: not quiet; stop other work first (or run make experiments-busy)\n", $$1, cores; exit 1 } }' /proc/loadavg
+	$(MAKE) --no-print-directory experiments CONDITIONS="quiet: load average $$(cut -d' ' -f1 /proc/loadavg) on $$(nproc) cores at the start (make experiments-quiet)"
 
 .PHONY: lint
 lint: ## gofmt check and go vet

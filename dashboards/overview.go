@@ -111,8 +111,9 @@ func overview() boardSpec {
 					kind: kindTimeseries, title: "Hit ratio by cache", unit: units.PercentUnit,
 					thresholds: higherIsBetter3(hitRatioLow, hitRatioOK), w: 12, h: 8, percent01: true, showThresholds: true,
 					link: cacheURL, linkTitle: "Cache (XFetch)",
+					noValue:     "no reads a cache could serve",
 					description: hitRatioHelp + " " + hitRatioByCacheDemo,
-					targets:     []target{{expr: hitRatio("cache"), legend: "{{cache}}"}},
+					targets:     []target{{expr: hitRatioByCache(), legend: "{{cache}}"}},
 				},
 				recomputesPerKey(cacheURL, "Cache (XFetch)"),
 				{
@@ -173,16 +174,17 @@ top lists and statistics (4/s), reservations and cancellations (5/s), and **ever
 of 200 requests/s on categories 1–3, switching *category_stats* to the next strategy: **ttl, then xfetch**.
 
 **Minute by minute.** 0:00–2:20 steady load: hit ratio about 75%, one recompute per key per TTL window. 2:20 the
-first burst, under ttl: every reader that finds a hot key expired recomputes it, so *Recomputes per key per TTL
-window* jumps to 2–21, category_stats queries to ~25/s, the burst p99 to seconds, and StampedeRecomputeStorm fires
+first burst, under ttl: every reader that finds a hot key expired recomputes it, so *Recomputes of the hottest key
+per TTL window* jumps well above 1 (` + recomputeStormText + `), category_stats queries to ~25/s, the burst p99 to seconds, and StampedeRecomputeStorm fires
 (*Alerts now*). 5:20 the next burst, under xfetch: one early refresh per key per TTL, p99 a few ms, no alert. Then
 it alternates. Marks on the time axis: purple strategy switches, orange bursts, yellow fault-knob changes, blue
 demo pauses, red alerts.
 
 **Try it** (admin token *demo-admin*):
-- cache Redis down: ` + "`curl -X PUT -H 'Authorization: Bearer demo-admin' -H 'Content-Type: application/json' -d '{\"cache_redis_down_percent\": 100}' 127.0.0.1:8080/admin/faults`" + `
-- lost locks: ` + "`-d '{\"reservation_pause_ms\": 6000, \"reservation_pause_percent\": 10}'`" + ` to the same URL; ` + "`-d '{}'`" + ` resets every knob
+- cache Redis down: ` + "`curl -X PATCH -H 'Authorization: Bearer demo-admin' -H 'Content-Type: application/json' -d '{\"cache_redis_down_percent\": 100}' 127.0.0.1:8080/admin/faults`" + `
+- lost locks: ` + "`-d '{\"reservation_pause_ms\": 6000, \"reservation_pause_percent\": 10}'`" + ` to the same URL (PATCH: the knobs combine)
 - a slow database (the latency budget burns): ` + "`-d '{\"db_latency_ms\": 1500, \"db_latency_percent\": 100}'`" + ` to the same URL
-- a strategy: ` + "`-d '{\"strategy\": \"ttl\"}' 127.0.0.1:8080/admin/caches/product`" + `
+- a strategy: ` + "`curl -X PUT` … `-d '{\"strategy\": \"ttl\"}' 127.0.0.1:8080/admin/caches/product`" + `
+- everything back as it started (knobs off, strategies, mode): ` + "`curl -X POST -H 'Authorization: Bearer demo-admin' 127.0.0.1:8080/admin/reset`" + `
 - pause the demo for your own experiment: ` + "`curl -X POST 127.0.0.1:9102/demo/pause`" + ` (and ` + "`/demo/resume`" + `)
 `

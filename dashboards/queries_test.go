@@ -17,7 +17,7 @@ var (
 		"cachex_gets_total", "cachex_recomputes_total", "cachex_recomputes_discarded_total",
 		"cachex_refresh_lock_contended_total", "cachex_redis_errors_total", "cachex_strategy_info",
 		"lockx_acquire_total", "lockx_acquire_attempts_total", "lockx_lost_total",
-		"catalog_reservations_total", "catalog_fault_setting", "http_requests_total",
+		"catalog_reservations_total", "catalog_fault_setting", "catalog_hottest_key_recomputes", "http_requests_total",
 		"pgxpool_acquired_conns", "pgxpool_idle_conns", "pgxpool_max_conns", "pgxpool_empty_acquire_total",
 		"redis_pool_total_conns", "redis_pool_idle_conns", "redis_pool_timeouts_total",
 		"loadgen_requests_total", "loadgen_demo_paused",

@@ -171,6 +171,10 @@ func TestEndToEnd(t *testing.T) {
 		checkAlerts(t, root, prom, w)
 	})
 
+	t.Run("the stampede window recomputes the hottest key more than xfetch", func(t *testing.T) {
+		checkHottestKey(t, prom, w)
+	})
+
 	exported := map[string]bool{}
 	for _, target := range append(slices.Clone(apis), lgAddr) {
 		for name := range metricFamilies(t, "http://"+target+"/metrics") {
@@ -472,4 +476,33 @@ func startProcess(t *testing.T, name, bin string, args, env []string) *process {
 		}
 	})
 	return p
+}
+
+// checkHottestKey compares the panel "Recomputes of the hottest key per
+// TTL window" (catalog_hottest_key_recomputes, the highest of the
+// instances) for category_stats in the stampede window (ttl) with the
+// healthy one (xfetch): the ttl burst must read clearly above. Under xfetch
+// a key is refreshed about once per window; as the refresh comes a little
+// before expiry, a clock-aligned window now and then holds two. So the
+// stampede must reach at least two more than the healthy window's highest.
+func checkHottestKey(t *testing.T, prom string, w e2eWindows) {
+	t.Helper()
+	expr := `max(catalog_hottest_key_recomputes{cache="category_stats"})`
+	peak := func(from, to time.Time) float64 {
+		top := 0.0
+		for _, s := range rangeQuery(t, prom, expr, from, to) {
+			for _, v := range s.Values {
+				x, _ := v[1].(string)
+				if f, err := strconv.ParseFloat(x, 64); err == nil && f > top {
+					top = f
+				}
+			}
+		}
+		return top
+	}
+	healthy, stampede := peak(w.healthy.from, w.healthy.to), peak(w.stampede.from, w.stampede.to)
+	t.Logf("category_stats hottest key recomputes per TTL window: at most %g under xfetch, %g in the ttl stampede", healthy, stampede)
+	if healthy < 1 || stampede < healthy+2 {
+		t.Errorf("hottest key recomputes per TTL window: %g in the stampede window, %g in the healthy one; want the stampede at least 2 above a healthy window that recomputed", stampede, healthy)
+	}
 }

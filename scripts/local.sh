@@ -14,7 +14,9 @@
 # PROMETHEUS_ADDR (127.0.0.1:9090), SCALE (seed scale, 1), ADMIN_TOKEN (local-admin),
 # DEMO (1: also run the load generator's endless demo mix, as compose does; off by default,
 # so that the guided experiments drive the API alone; a start without it stops a running one),
-# LOADGEN_ADDR (127.0.0.1:9102: the demo's /metrics, which Prometheus scrapes),
+# LOADGEN_ADDR (127.0.0.1:9102: the demo's /metrics, which Prometheus scrapes; env records it as
+# LOADGEN_METRICS_ADDR and the API as LOADGEN_TARGET, the load generator's defaults, so an experiment's
+# loadgen is scraped too; without DEMO=1 the target is labelled optional, left out of StampedeTargetDown),
 # JAEGER (unset: run Jaeger when JAEGER_BIN exists; 1: build it first with make jaeger, which
 # takes a few minutes the first time and seconds after; 0: no Jaeger, and a running one
 # is stopped; the API then gets the environment's OTEL_EXPORTER_OTLP_ENDPOINT, if any),
@@ -285,11 +287,15 @@ start_jaeger() {
 
 # prometheus_config prints deploy/prometheus.yml for this stack: the compose
 # host names become the local addresses and the rule file its path in the
-# checkout. It fails when the file no longer has the shape it rewrites.
+# checkout. Without DEMO=1 no load generator runs but the experiments' (on
+# LOADGEN_ADDR, when one runs), so its target is labelled optional="true",
+# which StampedeTargetDown leaves out. It fails when the file no longer has
+# the shape it rewrites.
 prometheus_config() {
-	local src=deploy/prometheus.yml out
+	local src=deploy/prometheus.yml out optional=""
+	[ "$DEMO" = 1 ] || optional='\n        labels: {optional: "true"} # no demo load: an experiment'"'"'s loadgen, when one runs'
 	out=$(sed -e "s|\[api-1:8080, api-2:8080\]|[$HTTP_ADDR]|" \
-		-e "s|\[loadgen:9102\]|[$LOADGEN_ADDR]|" \
+		-e "s|\[loadgen:9102\]|[$LOADGEN_ADDR]$optional|" \
 		-e "s|/etc/prometheus/rules/alerts.yml|$PWD/deploy/rules/alerts.yml|" "$src")
 	for want in "[$HTTP_ADDR]" "[$LOADGEN_ADDR]" "$PWD/deploy/rules/alerts.yml"; do
 		grep -qF -- "$want" <<<"$out" || { echo "local.sh: $src no longer has the targets or rule_files it rewrites ($want)" >&2; return 1; }
@@ -476,6 +482,11 @@ start() {
 		[ -z "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" ] || printf 'OTEL_EXPORTER_OTLP_ENDPOINT=%q\n' "$OTEL_EXPORTER_OTLP_ENDPOINT"
 		[ -z "${TRACE_SAMPLE:-}" ] || printf 'TRACE_SAMPLE=%q\n' "$TRACE_SAMPLE"
 		[ -z "$JAEGER_URL" ] || echo "JAEGER_URL=$JAEGER_URL"
+		echo "PROMETHEUS_URL=http://$PROMETHEUS_ADDR"
+		# loadgen's defaults: the API to load, and its own /metrics on the
+		# address this stack's Prometheus scrapes.
+		echo "LOADGEN_TARGET=http://$HTTP_ADDR"
+		echo "LOADGEN_METRICS_ADDR=$LOADGEN_ADDR"
 	} >"$RUN/env"
 
 	go build -o "$RUN/api" ./cmd/api

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -106,7 +107,7 @@ func TestLocalStartStop(t *testing.T) {
 		redises[name] = s
 	}
 	wantEnv := map[string]string{"REDIS_URL": fmt.Sprintf("redis://127.0.0.1:%d", redises["cache"].port), "LOCK_REDIS_URLS": strings.Join(lockURLs, ","),
-		"HTTP_ADDR": httpAddr}
+		"HTTP_ADDR": httpAddr, "LOADGEN_TARGET": "http://" + httpAddr, "ADMIN_TOKEN": "t0k"}
 	var jaeger jaegerServer
 	if withJaeger {
 		jaeger = checkJaeger(t, run, out)
@@ -130,6 +131,7 @@ func TestLocalStartStop(t *testing.T) {
 		}
 	}
 	checkPrometheus(t, run)
+	walkReadme(t, run)
 	if withJaeger {
 		if penv, ok := processEnv(t, api); ok && penv["OTEL_EXPORTER_OTLP_ENDPOINT"] != jaeger.otlpURL() {
 			t.Errorf("the api runs with OTEL_EXPORTER_OTLP_ENDPOINT=%q, want %s (the Jaeger started)", penv["OTEL_EXPORTER_OTLP_ENDPOINT"], jaeger.otlpURL())
@@ -625,5 +627,45 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out after a minute waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// walkReadme runs README.md's "What to try without Docker" block as a
+// reader would after `set -a; . .run/env; set +a` (RUN_DIR/env here): each
+// curl command with a "# <status>" comment, in order, in bash with the
+// recorded addresses, must answer that status.
+func walkReadme(t *testing.T, run string) {
+	t.Helper()
+	doc, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n### What to try without Docker\n")
+	if ok {
+		_, section, ok = strings.Cut(section, "```sh\n")
+	}
+	if ok {
+		section, _, ok = strings.Cut(section, "\n```")
+	}
+	if !ok {
+		t.Fatal("README.md has no sh block under ### What to try without Docker")
+	}
+	status := regexp.MustCompile(`\s+#\s*(\d{3})\b[^#]*$`)
+	walked := 0
+	for _, line := range strings.Split(strings.ReplaceAll(section, "\\\n", " "), "\n") {
+		m := status.FindStringSubmatch(line)
+		if !strings.HasPrefix(line, "curl ") || m == nil {
+			continue
+		}
+		cmd := exec.Command("bash", "-c", `set -a; . "$1"; set +a; `+strings.TrimSuffix(line, m[0])+` -o /dev/null -w '%{http_code}'`,
+			"walk", filepath.Join(run, "env"))
+		out, err := cmd.Output()
+		if err != nil || strings.TrimSpace(string(out)) != m[1] {
+			t.Errorf("README: %s\n  answered %q (%v), README.md says %s", line, out, err, m[1])
+		}
+		walked++
+	}
+	if walked < 5 {
+		t.Errorf("walked %d README commands, want the whole block", walked)
 	}
 }

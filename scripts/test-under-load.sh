@@ -23,24 +23,13 @@ if ! [[ $count =~ ^[1-9][0-9]*$ ]]; then
 	exit 2
 fi
 
-hogs=()
-stop_hogs() {
-	if ((${#hogs[@]})); then
-		kill "${hogs[@]}" 2>/dev/null || true
-		wait "${hogs[@]}" 2>/dev/null || true
-		log "hogs stopped"
-	fi
-}
+# shellcheck source=hogs.sh
+. "$(dirname "$0")/hogs.sh"
 trap stop_hogs EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
+start_hogs "the tests"
 cores=$(nproc)
-for ((i = 0; i < cores; i++)); do
-	(while :; do :; done) </dev/null >/dev/null 2>&1 &
-	hogs+=("$!")
-done
-log "$cores busy processes beside the tests (pids ${hogs[*]})"
 
 results=()
 failed=0

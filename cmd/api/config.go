@@ -11,31 +11,36 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/stampede-lab/stampede/internal/catalog"
 )
 
 // config is everything the api reads from flags and the environment.
 type config struct {
-	httpAddr      string
-	databaseURL   string
-	redisURL      string
-	lockRedisURLs []string
-	adminToken    string
-	mode          catalog.Mode
-	holdTTL       time.Duration
-	sweepEvery    time.Duration
-	pendingAge    time.Duration
-	giveFirst     bool
-	logLevel      slog.Level
-	logJSON       bool
-	migrate       bool
-	drain         time.Duration
-	scale         float64
-	healthURL     string
-	autoPipeline  bool
-	reuseDecoded  int
-	otlpEndpoint  string
-	traceSample   float64
+	httpAddr    string
+	databaseURL string
+	redisURL    string
+	// redisClusterURL, when set, puts the caches on a Redis Cluster
+	// (redis.ParseClusterURL's form) instead of redisURL's one server.
+	redisClusterURL string
+	lockRedisURLs   []string
+	adminToken      string
+	mode            catalog.Mode
+	holdTTL         time.Duration
+	sweepEvery      time.Duration
+	pendingAge      time.Duration
+	giveFirst       bool
+	logLevel        slog.Level
+	logJSON         bool
+	migrate         bool
+	drain           time.Duration
+	scale           float64
+	healthURL       string
+	autoPipeline    bool
+	reuseDecoded    int
+	otlpEndpoint    string
+	traceSample     float64
 }
 
 // command is one subcommand of the api, for the help text.
@@ -101,6 +106,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (s
 	fs.StringVar(&c.httpAddr, "http-addr", env("HTTP_ADDR", ":8080"), "listen address (env HTTP_ADDR)")
 	fs.StringVar(&c.databaseURL, "database-url", env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/stampede?sslmode=disable"), "Postgres connection string (env DATABASE_URL)")
 	fs.StringVar(&c.redisURL, "redis-url", env("REDIS_URL", "redis://127.0.0.1:6379"), "Redis of the caches (env REDIS_URL)")
+	fs.StringVar(&c.redisClusterURL, "redis-cluster-url", env("REDIS_CLUSTER_URL", ""), "a Redis Cluster for the caches instead of -redis-url: redis://host:port?addr=host2:port2&addr=... names the seed nodes; needs -lock-redis-urls (env REDIS_CLUSTER_URL)")
 	fs.StringVar(&lockURLs, "lock-redis-urls", env("LOCK_REDIS_URLS", ""), "comma-separated Redis URLs of the lock: one, or several independent masters for Redlock; default: the cache's Redis (env LOCK_REDIS_URLS)")
 	fs.StringVar(&c.adminToken, "admin-token", env("ADMIN_TOKEN", ""), "Bearer token of the admin API; empty disables it (env ADMIN_TOKEN)")
 	var mode string
@@ -168,6 +174,11 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (s
 	default:
 		return "", config{}, fmt.Errorf("log format %q: want text or json", format)
 	}
+	redisURLSet := getenv("REDIS_URL") != ""
+	fs.Visit(func(f *flag.Flag) { redisURLSet = redisURLSet || f.Name == "redis-url" })
+	if err := checkCluster(c.redisClusterURL, redisURLSet, lockURLs); err != nil {
+		return "", config{}, err
+	}
 	c.lockRedisURLs = []string{c.redisURL}
 	if lockURLs != "" {
 		c.lockRedisURLs = nil
@@ -181,6 +192,27 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (s
 		return "", config{}, errors.New("LOCK_REDIS_URLS holds no URL")
 	}
 	return cmd, c, nil
+}
+
+// checkCluster accepts an empty clusterURL, or a redis.ParseClusterURL URL
+// when the caches' one-server URL was not given as well (one of the two
+// places the caches) and the lock has URLs of its own: the lock's default,
+// the caches' Redis, is one server, and a Redlock quorum needs independent
+// masters, not a cluster's.
+func checkCluster(clusterURL string, redisURLSet bool, lockURLs string) error {
+	if clusterURL == "" {
+		return nil
+	}
+	if redisURLSet {
+		return errors.New("REDIS_URL and REDIS_CLUSTER_URL both set: the caches use one server or a cluster, set one of them")
+	}
+	if strings.TrimSpace(strings.ReplaceAll(lockURLs, ",", "")) == "" {
+		return errors.New("REDIS_CLUSTER_URL needs LOCK_REDIS_URLS: the lock runs on independent masters, not on the caches' cluster")
+	}
+	if _, err := redis.ParseClusterURL(clusterURL); err != nil {
+		return fmt.Errorf("REDIS_CLUSTER_URL %q: %w", clusterURL, err)
+	}
+	return nil
 }
 
 // parseDurations sets the reservations' durations: the hold TTL and the

@@ -17,7 +17,7 @@ import (
 func TestHelp(t *testing.T) {
 	wantCommands := []string{"serve", "migrate", "seed", "healthcheck", "help"}
 	wantFlags := []string{"admin-token", "database-url", "drain", "hold-ttl", "http-addr", "lock-redis-urls", "log-format",
-		"log-level", "migrate", "pending-age", "redis-autopipeline", "redis-url", "reservation-mode", "reuse-decoded", "scale", "sweep-every", "url"}
+		"log-level", "migrate", "pending-age", "redis-autopipeline", "redis-cluster-url", "redis-url", "reservation-mode", "reuse-decoded", "scale", "sweep-every", "url"}
 	commandLine := regexp.MustCompile(`^  ([a-z]+) +\S`)
 	for _, args := range [][]string{{"-h"}, {"-help"}, {"--help"}, {"help"}, {"serve", "-h"}, {"seed", "--help"}, {"help", "-h"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {

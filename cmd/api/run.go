@@ -123,12 +123,12 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 // lockTTL is the reservation lock's TTL.
 const lockTTL = 5 * time.Second
 
-// redisClient opens a client whose every call is bounded: the cache's by its
-// own 100ms read/write timeouts (cachex's Timeout), the lock's by context
-// deadlines, with one dial attempt so a dead Redlock node fails fast. The
-// lock's read/write timeouts equal lockx's Timeout (TTL/10) as well, so that
-// a hung node frees its AutoPipeliner's stream as soon as the callers gave up
-// (docs/lockx.md#clients).
+// redisClient opens a client whose every call is bounded by the caller's
+// context deadline (cachex and lockx refuse a client without), with one
+// dial attempt so a dead Redlock node fails fast. The read/write timeouts
+// equal the package's Timeout (the cache's 100ms, the lock's TTL/10) as
+// well, so that a hung server frees an AutoPipeliner's stream as soon as
+// the callers gave up (docs/lockx.md#clients).
 func redisClient(url string, forLock bool) (*redis.Client, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
@@ -136,9 +136,8 @@ func redisClient(url string, forLock bool) (*redis.Client, error) {
 	}
 	// One dial attempt, no command retries: a dead Redis must cost a call
 	// its timeout once, not go-redis's retries and backoff (seconds).
-	opt.DialerRetries, opt.MaxRetries = 1, -1
+	opt.DialerRetries, opt.MaxRetries, opt.ContextTimeoutEnabled = 1, -1, true
 	if forLock {
-		opt.ContextTimeoutEnabled = true
 		opt.ReadTimeout, opt.WriteTimeout = lockTTL/10, lockTTL/10
 	} else {
 		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
@@ -146,9 +145,31 @@ func redisClient(url string, forLock bool) (*redis.Client, error) {
 	return redis.NewClient(opt), nil
 }
 
+// cacheClient opens the caches' client: a Redis Cluster's when
+// REDIS_CLUSTER_URL is set, else REDIS_URL's one server, with the same
+// bounds as redisClient's cache client (context deadlines honoured, 100ms
+// timeouts per node, one dial attempt, no command retries; a cluster still
+// follows MOVED and ASK redirects).
+func cacheClient(cfg config) (redis.UniversalClient, error) {
+	if cfg.redisClusterURL == "" {
+		c, err := redisClient(cfg.redisURL, false)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	opt, err := redis.ParseClusterURL(cfg.redisClusterURL)
+	if err != nil {
+		return nil, fmt.Errorf("redis cluster url %q: %w", cfg.redisClusterURL, err)
+	}
+	opt.DialerRetries, opt.MaxRetries, opt.ContextTimeoutEnabled = 1, -1, true
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	return redis.NewClusterClient(opt), nil
+}
+
 // healthChecks are the dependencies /health reports on: Postgres, the caches'
 // Redis and each lock server.
-func healthChecks(pool *pgxpool.Pool, cache *redis.Client, locks []redis.UniversalClient) map[string]func(context.Context) error {
+func healthChecks(pool *pgxpool.Pool, cache redis.UniversalClient, locks []redis.UniversalClient) map[string]func(context.Context) error {
 	checks := map[string]func(context.Context) error{
 		"postgres":    pool.Ping,
 		"cache_redis": func(ctx context.Context) error { return cache.Ping(ctx).Err() },
@@ -167,7 +188,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, sdk *sdktrace.Tr
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	cacheRedis, err := redisClient(cfg.redisURL, false)
+	cacheRedis, err := cacheClient(cfg)
 	if err != nil {
 		return err
 	}
@@ -266,7 +287,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, sdk *sdktrace.Tr
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	fmt.Fprintf(stdout, "api: listening on %s (admin API %s)\n", ln.Addr(), map[bool]string{true: "on", false: "off"}[cfg.adminToken != ""])
-	log.Info("listening", "addr", ln.Addr().String(), "lock_nodes", len(lockNodes), "redis_autopipeline", cfg.autoPipeline, "reuse_decoded", cfg.reuseDecoded,
+	log.Info("listening", "addr", ln.Addr().String(), "lock_nodes", len(lockNodes), "cache_cluster", cfg.redisClusterURL != "", "redis_autopipeline", cfg.autoPipeline, "reuse_decoded", cfg.reuseDecoded,
 		"otlp_endpoint", cfg.otlpEndpoint, "trace_sample", cfg.traceSample)
 
 	// Every replica sweeps expired holds and reconciles what cuts left; a
@@ -301,7 +322,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, sdk *sdktrace.Tr
 }
 
 // registerPoolStats exports the pgx and go-redis connection pools' state.
-func registerPoolStats(reg prometheus.Registerer, pool *pgxpool.Pool, rdb *redis.Client) error {
+func registerPoolStats(reg prometheus.Registerer, pool *pgxpool.Pool, rdb redis.UniversalClient) error {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}

@@ -61,7 +61,7 @@ func tracerProvider(ctx context.Context, endpoint string, sample float64) (*sdkt
 // AutoPipeliner's batches are pipelines of the client, so they are traced
 // too. Statements are left out (they hold cached values), and so is the
 // caller's source line, which costs a stack walk per command.
-func traceRedis(rdb *redis.Client, tp *sdktrace.TracerProvider) error {
+func traceRedis(rdb redis.UniversalClient, tp *sdktrace.TracerProvider) error {
 	if tp == nil {
 		return nil
 	}

@@ -35,9 +35,10 @@ func main() {
 	}
 }
 
-// run parses args (LOADGEN_TARGET and ADMIN_TOKEN from getenv are the
-// -target and -admin-token fallbacks) and runs the scenario they name, or
-// replot. -h prints usage to stderr and returns nil. Nothing connects before
+// run parses args (getenv supplies the fallbacks of -target,
+// -metrics-addr, -admin-token, -jaeger-url and -conditions: LOADGEN_TARGET,
+// LOADGEN_METRICS_ADDR, ADMIN_TOKEN, JAEGER_URL, LOADGEN_CONDITIONS) and
+// runs the scenario they name, or replot. -h prints usage to stderr and returns nil. Nothing connects before
 // the flags have been validated.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	s, cfg, err := scenario.ParseArgs(args, getenv, stderr)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // The benchmarks put cachex side by side with plain go-redis calls that fetch
@@ -103,10 +103,8 @@ type benchEnv struct {
 
 func newBenchEnv(b *testing.B, n int) *benchEnv {
 	b.Helper()
-	// The client's own timeouts equal the cache's Timeout, as docs/cachex.md
-	// recommends: cachex then adds no per-call deadline.
-	opt := testenv.Redis(b).Options()
-	opt.ReadTimeout, opt.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond
+	opt := redistest.Redis(b).Options()
+	opt.ContextTimeoutEnabled = true
 	env := &benchEnv{rdb: redis.NewClient(opt)}
 	b.Cleanup(func() { _ = env.rdb.Close() })
 	ctx := context.Background()

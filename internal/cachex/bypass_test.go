@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // TestABypassingReadAfterInvalidateDoesNotJoinAnOlderLoad: instance B cannot
@@ -20,13 +20,13 @@ import (
 // instance's invalidation, returned version 1169 after 1170 had been
 // written, while faults on a Redis master had opened its breaker.)
 func TestABypassingReadAfterInvalidateDoesNotJoinAnOlderLoad(t *testing.T) {
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	for _, batch := range []bool{false, true} {
 		t.Run(map[bool]string{false: "get", true: "batch"}[batch], func(t *testing.T) {
 			ctx := context.Background()
 			opts := Options{Name: "bypass-inv", Prefix: "bypass-inv-" + itoa(time.Now().UnixNano()) + ":", TTL: time.Minute}
 			a, _ := newCache(t, client(t, node), JSON[string]{}, opts)
-			dead := redis.NewClient(&redis.Options{Addr: testenv.FreeAddr(t), ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
+			dead := redis.NewClient(&redis.Options{Addr: redistest.FreeAddr(t), ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
 			t.Cleanup(func() { _ = dead.Close() })
 			// Nothing listens at b's address: its calls fail at once, and a
 			// short Timeout only bounds a dial that would hang.

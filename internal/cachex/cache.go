@@ -28,7 +28,7 @@ type Cache[V any] struct {
 
 	strategy atomic.Value  // Strategy
 	beta     atomic.Uint64 // math.Float64bits of the default beta
-	offset   atomic.Int64  // the Redis server's clock minus Options.Now, in ns
+	offset   atomic.Int64  // the Redis server's clock minus the cache's, in ns
 
 	versions    string     // keyVersions(opts.Version)
 	invalidated []string   // what follows the braces of the keys Invalidate clears
@@ -37,7 +37,6 @@ type Cache[V any] struct {
 	refreshing  map[string]struct{}
 	slots       chan struct{} // background refresh slots
 	loading     chan struct{} // loader call slots (MaxLoads)
-	bounded     bool          // the client's own timeouts are within Options.Timeout
 	reused      *reuse[V]     // Options.ReuseDecoded; nil when off
 	tr          *tracer       // Options.TracerProvider; nil when off
 
@@ -52,21 +51,25 @@ type Cache[V any] struct {
 var ErrClosed = errors.New("cachex: cache closed")
 
 // New returns a cache over rdb (a *redis.Client, *redis.ClusterClient or
-// *redis.Ring, or the *redis.AutoPipeliner of one: docs/cachex.md#clients)
+// *redis.Ring, or the *redis.AutoPipeliner of one: docs/cachex.md, "Clients")
 // that encodes values with codec. It fails when the options are
-// invalid, when the metrics cannot be registered, or when rdb could stall a
-// call beyond Options.Timeout (neither ContextTimeoutEnabled nor read and
-// write timeouts within it).
-func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache[V], error) {
+// invalid, when the metrics cannot be registered, or when rdb ignores
+// context deadlines (redis.Options.ContextTimeoutEnabled false): every call
+// carries a deadline of Options.Timeout, and only with it do dialling, pool
+// waits, retries, reads and writes all end there. Other client types must
+// honour context deadlines themselves.
+func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options, with ...Option) (*Cache[V], error) {
 	if rdb == nil || codec == nil {
 		return nil, errors.New("cachex: New needs a Redis client and a codec")
+	}
+	for _, f := range with {
+		f(&opts)
 	}
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	bounded, err := checkTimeouts(rdb, opts.Timeout)
-	if err != nil {
+	if err := checkDeadlines(rdb); err != nil {
 		return nil, fmt.Errorf("cachex: %s: %w", opts.Name, err)
 	}
 	cn, err := newConn(rdb, opts.AutoPipeline)
@@ -82,13 +85,12 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache
 		codec:      codec,
 		opts:       opts,
 		m:          m,
-		brk:        newBreaker(opts.BreakerFailures, opts.BreakerCooldown, opts.Now),
+		brk:        newBreaker(opts.BreakerFailures, opts.BreakerCooldown, opts.now),
 		scripts:    newScripts(),
 		refreshing: make(map[string]struct{}),
 		slots:      make(chan struct{}, opts.MaxRefreshes),
 		loading:    make(chan struct{}, opts.MaxLoads),
 		versions:   keyVersions(opts.Version),
-		bounded:    bounded,
 		reused:     newReuse[V](opts.ReuseDecoded),
 		tr:         newTracer(opts.TracerProvider, opts.Name),
 	}
@@ -97,7 +99,7 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache
 		c.invalidated = append(c.invalidated, keyVersions(v))
 	}
 	c.base, c.cancel = context.WithCancel(context.Background())
-	if opts.ClockSync > 0 {
+	if !opts.noClockSync {
 		c.syncClock(c.base)
 		c.spawn(c.keepClock)
 	}
@@ -106,31 +108,27 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options) (*Cache
 	return c, nil
 }
 
-// checkTimeouts makes sure a paused or unreachable Redis cannot hold a call
-// longer than timeout. bounded reports that the client's own read and write
-// timeouts already ensure it, so calls need no context deadline of their own.
-func checkTimeouts(rdb redis.UniversalClient, timeout time.Duration) (bounded bool, err error) {
+// checkDeadlines refuses a go-redis client that ignores context deadlines:
+// its read and write timeouts alone do not bound a dial to an unreachable
+// host, nor the client's retries, so such a client could hold a call far
+// beyond Timeout.
+func checkDeadlines(rdb redis.UniversalClient) error {
 	var ctxOK bool
-	var read, write time.Duration
 	switch c := rdb.(type) {
 	case *redis.Client:
-		o := c.Options()
-		ctxOK, read, write = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
+		ctxOK = c.Options().ContextTimeoutEnabled
 	case *redis.ClusterClient:
-		o := c.Options()
-		ctxOK, read, write = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
+		ctxOK = c.Options().ContextTimeoutEnabled
 	case *redis.Ring:
-		o := c.Options()
-		ctxOK, read, write = o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout
+		ctxOK = c.Options().ContextTimeoutEnabled
 	default:
-		return false, nil // unknown client: deadlines on every call
+		return nil // another client type must honour deadlines itself
 	}
-	bounded = read > 0 && read <= timeout && write > 0 && write <= timeout
-	if ctxOK || bounded {
-		return bounded, nil
+	if !ctxOK {
+		return errors.New("the Redis client ignores context deadlines, so an unreachable or paused server could hold a call beyond Timeout: " +
+			"set ContextTimeoutEnabled in its options")
 	}
-	return false, fmt.Errorf("the Redis client ignores context deadlines and its read/write timeouts (%v/%v) exceed Timeout %v: "+
-		"set ContextTimeoutEnabled in its options", read, write, timeout)
+	return nil
 }
 
 // Name is the cache's class name, as given in Options.
@@ -153,27 +151,16 @@ func (c *Cache[V]) SetStrategy(s Strategy) error {
 // Beta returns the default XFetch beta.
 func (c *Cache[V]) Beta() float64 { return math.Float64frombits(c.beta.Load()) }
 
-// SetBeta sets the default XFetch beta for later reads; 0 disables early
-// refresh. Negative, infinite and NaN values are rejected.
+// SetBeta sets the XFetch beta of later reads; 0 turns early refresh off.
+// With SetStrategy it is the demo's run-time switch (the admin API turns
+// it); a service sets Options.Beta. Negative, infinite and NaN values are
+// rejected.
 func (c *Cache[V]) SetBeta(beta float64) error {
 	if beta < 0 || math.IsInf(beta, 0) || math.IsNaN(beta) {
 		return fmt.Errorf("cachex: %s: beta must be a finite number >= 0, got %v", c.opts.Name, beta)
 	}
 	c.beta.Store(math.Float64bits(beta))
 	return nil
-}
-
-// A GetOption adjusts one read.
-type GetOption func(*getConfig)
-
-type getConfig struct {
-	beta float64
-}
-
-// WithBeta overrides the cache's beta for one read; 0 disables early refresh
-// for it.
-func WithBeta(beta float64) GetOption {
-	return func(g *getConfig) { g.beta = max(0, beta) }
 }
 
 // Close stops background refreshes and waits for them and for recomputes in
@@ -249,14 +236,9 @@ func (c *Cache[V]) redisCall(ctx context.Context, op string, f func(ctx context.
 	}
 	l := c.conn.enter()
 	defer l.leave()
-	var err error
-	if c.bounded && !l.batched && !probe { // the client's own timeouts bound the call: spare the deadline
-		err = f(callCtx, l)
-	} else {
-		tctx, cancel := context.WithTimeout(callCtx, c.opts.Timeout)
-		err = f(tctx, l)
-		cancel()
-	}
+	tctx, cancel := context.WithTimeout(callCtx, c.opts.Timeout)
+	err := f(tctx, l)
+	cancel()
 	switch {
 	case err == nil || errors.Is(err, redis.Nil):
 		c.brk.success()

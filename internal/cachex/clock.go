@@ -7,22 +7,22 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// now is the cache's estimate of the Redis server's clock (Options.Now plus
+// now is the cache's estimate of the Redis server's clock (its clock plus
 // syncClock's offset), on which every instance compares expiries
-// (docs/cachex.md#failure-behaviour, Clocks).
+// (docs/cachex.md, "Failure behaviour", Clocks).
 func (c *Cache[V]) now() time.Time {
-	return c.opts.Now().Add(time.Duration(c.offset.Load()))
+	return c.opts.now().Add(time.Duration(c.offset.Load()))
 }
 
 // syncClock measures the offset of the server's clock (TIME) from
-// Options.Now, taking the middle of the round trip as the moment the server
+// the cache's clock, taking the middle of the round trip as the moment the server
 // answered: its error is at most half the round trip (plus the rounding to
 // whole milliseconds, the envelope's unit). A failed call keeps the offset
 // it had.
 func (c *Cache[V]) syncClock(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
-	sent := c.opts.Now()
+	sent := c.opts.now()
 	cmd := redis.NewTimeCmd(ctx, "time")
 	l := c.conn.enter()
 	defer l.leave()
@@ -30,7 +30,7 @@ func (c *Cache[V]) syncClock(ctx context.Context) {
 		return
 	}
 	server := cmd.Val()
-	received := c.opts.Now()
+	received := c.opts.now()
 	mid := sent.Add(received.Sub(sent) / 2)
 	c.offset.Store(int64(server.Sub(mid).Round(time.Millisecond))) // envelopes keep milliseconds
 }

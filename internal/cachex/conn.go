@@ -13,7 +13,7 @@ import (
 // (ap), whose batches it shares with every other caller. An AutoPipeliner
 // runs a queued command on its own context, so on that lane a caller waits
 // for its reply only as long as its context allows
-// (docs/cachex.md#clients).
+// (docs/cachex.md, "Clients").
 //
 // Given an AutoPipeliner, every call takes its lane. With
 // Options.AutoPipeline over a plain client, a call takes it only while

@@ -34,9 +34,14 @@
 // cachex.recompute, cachex.load_slot); a loader call under a sampled span
 // puts its trace id on cachex_recompute_duration_seconds as an exemplar.
 //
-// The package depends only on the standard library, go-redis,
-// client_golang and the OpenTelemetry trace API (no SDK): copy the directory into your service, change the
-// package path, and keep its tests (they need internal/testenv, or any
-// function returning a *redis.Client on a private server). docs/cachex.md has
-// the math, the failure behaviour and the choice of beta.
+// The package depends only on the standard library, go-redis v9.22.0 or
+// later (its AutoPipeliner), client_golang and the OpenTelemetry trace API
+// (no SDK). To copy it into a service, take this directory and
+// internal/redistest (its tests' private redis-server processes), change
+// the import paths and create the client with ContextTimeoutEnabled;
+// docs/cachex.md ("Copy it"), in the project the package comes from, has
+// the rest, with the math, the failure behaviour and the choice of beta.
+//
+// Comments cite sections of that project's documentation as
+// docs/cachex.md, "Section"; keep those pages with a copy.
 package cachex

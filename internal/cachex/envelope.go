@@ -13,7 +13,7 @@ import (
 // The envelope is what cachex stores under a key: a 23-byte header with the
 // XFetch inputs (computedAt, logical expiry, delta) and flags (negative,
 // tombstone), then the codec's bytes, so one GET reads everything. Byte
-// layout: docs/cachex.md#the-envelope.
+// layout: docs/cachex.md, "The envelope".
 const (
 	envMagic      = 0xCE
 	envVersion    = 1

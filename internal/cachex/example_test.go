@@ -12,20 +12,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-lab/stampede/internal/cachex"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
-// exampleRedis connects to the Redis named by REDIS_URL, or the local
-// default. ContextTimeoutEnabled lets the cache bound every call.
+// exampleRedis connects to the private server the tests start for the
+// Examples; in a service, the client of your Redis, with
+// ContextTimeoutEnabled (New refuses a client without).
 func exampleRedis() *redis.Client {
-	opt := &redis.Options{Addr: "127.0.0.1:6379"}
-	if u := os.Getenv("REDIS_URL"); u != "" {
-		var err error
-		if opt, err = redis.ParseURL(u); err != nil {
-			log.Fatal(err)
-		}
-	}
-	opt.ContextTimeoutEnabled = true
-	return redis.NewClient(opt)
+	return redis.NewClient(&redis.Options{Addr: os.Getenv(redistest.ExampleAddrEnv), ContextTimeoutEnabled: true})
 }
 
 type CategoryStats struct {
@@ -162,4 +156,35 @@ func ExampleOptions_autoPipeline() {
 	third, _ := stats.Get(ctx, "garden", query)  // a hit on the same entry: reused
 	fmt.Println(first == second, second == third)
 	// Output: true true
+}
+
+// Example_copyIt is the example of docs/cachex.md's "Copy it": an expensive
+// query read through the cache.
+func Example_copyIt() {
+	rdb := redis.NewClient(&redis.Options{
+		Addr:                  os.Getenv(redistest.ExampleAddrEnv), // your Redis
+		ContextTimeoutEnabled: true,                                // required: every call ends at Timeout
+	})
+	defer rdb.Close()
+
+	type Stats struct{ Products int }
+	stats, err := cachex.New(rdb, cachex.JSON[Stats]{}, cachex.Options{
+		Name:       "category_stats", // a metric label: keep it low-cardinality
+		TTL:        time.Minute,
+		Registerer: prometheus.NewRegistry(), // your registry
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stats.Close()
+
+	query := func(ctx context.Context) (Stats, error) {
+		return Stats{Products: 412}, nil // the expensive query: one caller per key runs it
+	}
+	s, err := stats.Get(context.Background(), "garden", query)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(s.Products)
+	// Output: 412
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // TestRedisKilledMidRun: callers keep getting values with no error, at most
@@ -20,14 +20,14 @@ import (
 // to serve the reads; once a cooldown has passed, a probe finds Redis back.
 func TestRedisKilledMidRun(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.RedisNodes(t, 1)[0]
+	node := redistest.RedisNodes(t, 1)[0]
 	rdb := client(t, node)
 	cmds := &commands{}
 	rdb.AddHook(cmds)
 	clk := newClock()
 	const cooldown = 200 * time.Millisecond
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{
-		Name: "outage", TTL: time.Minute, BreakerFailures: 3, BreakerCooldown: cooldown, Now: clk.Now, ClockSync: -1,
+		Name: "outage", TTL: time.Minute, BreakerFailures: 3, BreakerCooldown: cooldown, now: clk.Now, noClockSync: true,
 	})
 	l := &loader{delay: 5 * time.Millisecond}
 	if _, err := c.Get(ctx, "k", l.load); err != nil {
@@ -84,7 +84,7 @@ func TestRedisKilledMidRun(t *testing.T) {
 // configured timeout, not the length of the pause.
 func TestRedisPausedCallsReturnWithinTimeout(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.RedisNodes(t, 1)[0]
+	node := redistest.RedisNodes(t, 1)[0]
 	opt := node.Options()
 	opt.ContextTimeoutEnabled = true
 	opt.ReadTimeout, opt.WriteTimeout = -1, -1 // no timeouts of the client's own: only the cache's Timeout can help

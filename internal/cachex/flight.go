@@ -46,7 +46,7 @@ type flights[V any] struct {
 // nothing) only one whose loader has not begun; otherwise it starts a new
 // flight, whose load waits for the older one's (after). So a read begun
 // after an Invalidate, on any instance, never gets an older load's value
-// (docs/cachex.md#failure-behaviour).
+// (docs/cachex.md, "Failure behaviour").
 func (fs *flights[V]) join(key, seen string, origin trace.SpanContext) (*flight[V], bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()

@@ -19,8 +19,8 @@ import (
 // Redis is bypassed, never returned as an error; a failed load serves the
 // expired value within Grace; ErrNotFound is returned (cached with
 // NegativeTTL). load keeps ctx's values, not its cancellation, is bounded by
-// LoadTimeout and may outlive Get (docs/cachex.md#reads-that-never-wait).
-func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Context) (V, error), opts ...GetOption) (v V, err error) {
+// LoadTimeout and may outlive Get (docs/cachex.md, "Reads that never wait").
+func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Context) (V, error)) (v V, err error) {
 	if c.isClosed() {
 		return v, ErrClosed
 	}
@@ -39,20 +39,7 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Contex
 	case TTL:
 		return c.getTTL(ctx, key, load)
 	}
-	return c.getXFetch(ctx, key, load, c.callBeta(opts))
-}
-
-// callBeta is the beta of one read: the cache's, unless an option says
-// otherwise.
-func (c *Cache[V]) callBeta(opts []GetOption) float64 {
-	if len(opts) == 0 {
-		return c.Beta()
-	}
-	g := getConfig{beta: c.Beta()}
-	for _, o := range opts {
-		o(&g)
-	}
-	return g.beta
+	return c.getXFetch(ctx, key, load, c.Beta())
 }
 
 // lookup reads and decodes key. It returns the entry and value when Redis
@@ -108,7 +95,7 @@ func (c *Cache[V]) getXFetch(ctx context.Context, key string, load func(context.
 	if found {
 		now := c.now()
 		if now.Before(e.expiry) {
-			if shouldRefresh(now, e.expiry, e.delta, beta, uniformOpen(c.opts.Rand())) {
+			if shouldRefresh(now, e.expiry, e.delta, beta, uniformOpen(c.opts.rand())) {
 				c.count(ctx, resultEarlyRefresh)
 				c.refreshAsync(ctx, key, load, e, e.expiry.Sub(now))
 			} else {
@@ -231,7 +218,7 @@ func (c *Cache[V]) lead(ctx context.Context, key string, load func(context.Conte
 		reason = reasonExpired
 	}
 	token := ""
-	if !c.opts.NoLease {
+	if !c.opts.noLease {
 		t := newToken()
 		switch state, err := c.lock(ctx, rk, t, seen); {
 		case err != nil: // Redis trouble: compute without the lease
@@ -255,15 +242,21 @@ func (c *Cache[V]) lead(ctx context.Context, key string, load func(context.Conte
 	v, delta, err := c.compute(ctx, load, reason)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		c.unlock(rk, token)
-		if stale != nil {
-			sv, serr := c.decode(*stale)
-			if serr == nil || errors.Is(serr, ErrNotFound) {
-				return sv, resultStale, serr
-			}
-		}
-		return v, resultMiss, err
+		return c.staleOr(stale, v, err)
 	}
 	c.store(ctx, rk, token, seen, v, err, delta)
+	return v, resultMiss, err
+}
+
+// staleOr serves the expired value stale in place of a failed load's (v,
+// err), when there is one that decodes.
+func (c *Cache[V]) staleOr(stale *entry, v V, err error) (V, string, error) {
+	if stale != nil {
+		sv, serr := c.decode(*stale)
+		if serr == nil || errors.Is(serr, ErrNotFound) {
+			return sv, resultStale, serr
+		}
+	}
 	return v, resultMiss, err
 }
 

@@ -9,12 +9,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 func TestGetHitAfterMissOneRead(t *testing.T) {
 	ctx := context.Background()
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, Raw{}, Options{Name: "hit", TTL: time.Minute})
 	l := &loader{}
 	load := func(ctx context.Context) ([]byte, error) { s, err := l.load(ctx); return []byte(s), err }
@@ -41,7 +41,7 @@ func TestGetHitAfterMissOneRead(t *testing.T) {
 
 func TestGetCorruptOrForeignEntryIsCountedAndRecomputed(t *testing.T) {
 	ctx := context.Background()
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[int]{}, Options{Name: "corrupt", TTL: time.Minute})
 	good, _, _ := c.encode(7, false, time.Millisecond)
 	for name, set := range map[string]func(rk string) error{
@@ -80,7 +80,7 @@ func TestGetCorruptOrForeignEntryIsCountedAndRecomputed(t *testing.T) {
 
 func TestMissIsDeduplicatedInProcess(t *testing.T) {
 	ctx := context.Background()
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "dedup", TTL: time.Minute})
 	l := &loader{release: make(chan struct{})}
 	var wg sync.WaitGroup
@@ -109,7 +109,7 @@ func TestMissIsDeduplicatedInProcess(t *testing.T) {
 
 func TestColdMissWaitsForAnotherInstance(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	a, _ := newCache(t, client(t, node), JSON[string]{}, Options{Name: "lease", TTL: time.Minute})
 	bClient := client(t, node)
 	bCmds := &commands{}
@@ -140,7 +140,7 @@ func TestColdMissWaitsForAnotherInstance(t *testing.T) {
 
 func TestColdMissLeaseWaitIsBounded(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	rdb := client(t, node)
 	b, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "lease", TTL: time.Minute, LeaseWait: 100 * time.Millisecond})
 	// Another instance took the lease and died: the lock stays until it expires.

@@ -11,12 +11,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // client returns a client of node that honours context deadlines, as New
 // requires.
-func client(t testing.TB, node *testenv.RedisNode) *redis.Client {
+func client(t testing.TB, node *redistest.Node) *redis.Client {
 	t.Helper()
 	opt := node.Options()
 	opt.ContextTimeoutEnabled = true
@@ -253,3 +253,11 @@ func histogram(t testing.TB, reg *prometheus.Registry, name string) (uint64, flo
 }
 
 func counterOf(c prometheus.Counter) float64 { return testutil.ToFloat64(c) }
+
+// mustSetBeta sets c's beta for the reads that follow.
+func mustSetBeta[V any](t testing.TB, c *Cache[V], beta float64) {
+	t.Helper()
+	if err := c.SetBeta(beta); err != nil {
+		t.Fatal(err)
+	}
+}

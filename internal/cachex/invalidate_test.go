@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // source is the source of truth: a version that writers bump. Its loader
@@ -87,9 +87,9 @@ func (h *changeBeforeLock) before(ctx context.Context, cmd redis.Cmder) error {
 // then the loader answers with what it read; afterwards every read sees the
 // new version.
 func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
-	single := testenv.Redis(t)
+	single := redistest.Redis(t)
 	parent := t
-	var cluster *testenv.Cluster
+	var cluster *redistest.Cluster
 	paths := map[string]struct {
 		opts    Options
 		cluster bool
@@ -97,7 +97,7 @@ func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
 		read    func(c *Cache[string], s *source) (string, error)
 	}{
 		"get under the lease": {opts: Options{}},
-		"get without a lease": {opts: Options{NoLease: true}},
+		"get without a lease": {opts: Options{noLease: true}},
 		"get whose lock call failed": {opts: Options{}, prepare: func(t *testing.T, c *Cache[string], rdb redis.UniversalClient) {
 			rdb.(*redis.Client).AddHook(failLocks{})
 		}},
@@ -123,7 +123,7 @@ func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
 		"get under ttl":               {opts: Options{Strategy: TTL}},
 		"batch":                       {opts: Options{}},
 		"batch under ttl":             {opts: Options{Strategy: TTL}},
-		"cluster get without a lease": {opts: Options{NoLease: true}, cluster: true},
+		"cluster get without a lease": {opts: Options{noLease: true}, cluster: true},
 		"cluster batch":               {opts: Options{}, cluster: true},
 	}
 	for name, p := range paths {
@@ -132,7 +132,7 @@ func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
 			var rdb redis.UniversalClient
 			if p.cluster {
 				if cluster == nil {
-					cluster = testenv.RedisCluster(parent, 3) // shared by the cluster paths
+					cluster = redistest.RedisCluster(parent, 3) // shared by the cluster paths
 				}
 				opt := cluster.Client.Options()
 				opt.ContextTimeoutEnabled = true
@@ -198,7 +198,7 @@ func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
 // loads version 2. (Found by cmd/torture: the cache workload's readers got
 // version 929 after 930 had been written and invalidated.)
 func TestReadAfterInvalidateDoesNotJoinAnOlderLoad(t *testing.T) {
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	for _, batch := range []bool{false, true} {
 		t.Run(map[bool]string{false: "get", true: "batch"}[batch], func(t *testing.T) {
 			ctx := context.Background()

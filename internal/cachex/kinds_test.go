@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // autoPipelined and autoPipelineOption name the tests that run the
@@ -129,6 +129,8 @@ const (
 // notOverAutoPipeliner are the tests TestOverAutoPipeliner leaves out, and
 // why.
 var notOverAutoPipeliner = map[string]string{
+	"TestNewRefusesAClientWithoutDeadlines":                   "checks New's check of plain clients' options",
+	"TestUnansweringHostCallsEndAtTimeout":                    "a dial and a read that never end: the deadline is the context's, whatever the client kind",
 	"TestABypassingReadAfterInvalidateDoesNotJoinAnOlderLoad": "the in-process flights of a cache that cannot reach Redis: no client kind is involved",
 	"TestBackgroundRefreshesAreBounded":                       inProcess,
 	"TestBatchLoadIsCancelledWhenNoCallerWaits":               inProcess,
@@ -239,7 +241,7 @@ func (h *lanes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 // With Options.AutoPipeline a read alone goes straight through the client,
 // and reads that overlap go through its AutoPipeliner.
 func TestAutoPipelineOptionBatchesOnlyOverlappingCalls(t *testing.T) {
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	h := &lanes{}
 	rdb.AddHook(h)
 	// Timeout as newCache's: a GET that timed out on a busy machine would open

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 type tenantKey struct{}
@@ -16,28 +16,29 @@ type tenantKey struct{}
 // An early refresh runs with the values of the read that triggered it (a
 // tenant, credentials, a trace), as a miss does, not with an empty context.
 func TestEarlyRefreshKeepsTheReadersContextValues(t *testing.T) {
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	clk := newClock()
 	for _, batch := range []bool{false, true} {
 		c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "values", Prefix: "values-" + map[bool]string{false: "get", true: "many"}[batch] + ":",
-			TTL: time.Hour, Now: clk.Now})
+			TTL: time.Hour, now: clk.Now, noClockSync: true})
 		var seen sync.Map // reason -> tenant the loader saw
 		load := func(reason string) func(ctx context.Context) (string, error) {
 			return func(ctx context.Context) (string, error) {
 				seen.Store(reason, ctx.Value(tenantKey{}))
+				time.Sleep(time.Millisecond) // delta > 0: early refresh can happen
 				return "v", nil
 			}
 		}
-		read := func(ctx context.Context, reason string, opts ...GetOption) {
+		read := func(ctx context.Context, reason string) {
 			t.Helper()
 			var err error
 			if batch {
 				_, err = c.GetMany(ctx, []string{"k"}, func(ctx context.Context, keys []string) (map[string]string, error) {
 					v, err := load(reason)(ctx)
 					return map[string]string{"k": v}, err
-				}, opts...)
+				})
 			} else {
-				_, err = c.Get(ctx, "k", load(reason), opts...)
+				_, err = c.Get(ctx, "k", load(reason))
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -46,7 +47,8 @@ func TestEarlyRefreshKeepsTheReadersContextValues(t *testing.T) {
 		ctx := context.WithValue(context.Background(), tenantKey{}, "tenant-7")
 		read(ctx, "miss")
 		clk.Add(time.Hour - time.Millisecond)
-		read(ctx, "early", WithBeta(1e9))
+		mustSetBeta(t, c, 1e9) // refresh early, for any delta above 0
+		read(ctx, "early")
 		waitFor(t, "the early refresh", func() bool { _, ok := seen.Load("early"); return ok })
 		for _, reason := range []string{"miss", "early"} {
 			if v, _ := seen.Load(reason); v != "tenant-7" {
@@ -61,7 +63,7 @@ func TestEarlyRefreshKeepsTheReadersContextValues(t *testing.T) {
 // nothing races (go test -race), and the key locks of the recomputes it
 // cancelled are released.
 func TestCloseWhileReading(t *testing.T) {
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "closing", Prefix: "closing:", TTL: 50 * time.Millisecond})
 	var calls atomic.Int64
 	load := func(ctx context.Context) (string, error) {

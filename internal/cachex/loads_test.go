@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // waitersOf returns how many callers wait for key's flight (0 if none).
@@ -22,7 +22,7 @@ func waitersOf[V any](c *Cache[V], key string) int {
 
 // At most MaxLoads loader calls run at once; the others wait for a slot.
 func TestLoadsAreBoundedPerCache(t *testing.T) {
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "bound", TTL: time.Minute, MaxLoads: 2})
 	l := &loader{release: make(chan struct{})}
 	var wg sync.WaitGroup
@@ -71,8 +71,8 @@ func (b *blocking) load(ctx context.Context) (string, error) {
 // and a caller that comes later starts a new load instead of joining the
 // cancelled one.
 func TestLoadIsCancelledWhenNoCallerWaits(t *testing.T) {
-	rdb := client(t, testenv.Redis(t))
-	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "cancel", TTL: time.Minute, NoLease: true})
+	rdb := client(t, redistest.Redis(t))
+	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "cancel", TTL: time.Minute, noLease: true})
 	b := newBlocking()
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	ctx2, cancel2 := context.WithCancel(context.Background())
@@ -108,7 +108,7 @@ func TestLoadIsCancelledWhenNoCallerWaits(t *testing.T) {
 // The same holds for a batch: its one loader call is cancelled once no
 // caller waits for any of its keys.
 func TestBatchLoadIsCancelledWhenNoCallerWaits(t *testing.T) {
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "cancelmany", TTL: time.Minute})
 	b := newBlocking()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -2,11 +2,12 @@ package cachex
 
 import (
 	"context"
-	"flag"
 	"os"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // quiet drops go-redis's log lines: the tests kill servers on purpose, and
@@ -15,13 +16,9 @@ type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
 
-// TestMain skips the runnable examples under -short: they talk to the Redis at
-// REDIS_URL (or 127.0.0.1:6379), and -short promises a run without servers.
+// TestMain runs the tests with go-redis's log silenced, and the runnable
+// Examples against a private redis-server (redistest.RunExamples).
 func TestMain(m *testing.M) {
-	flag.Parse()
 	redis.SetLogger(quiet{})
-	if testing.Short() && flag.Lookup("test.run").Value.String() == "" {
-		_ = flag.Set("test.run", "^(Test|Fuzz)")
-	}
-	os.Exit(m.Run())
+	os.Exit(redistest.RunExamples(m))
 }

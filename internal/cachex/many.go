@@ -20,8 +20,8 @@ import (
 // pipeline. A key load leaves out does not exist (absent from the result,
 // cached with NegativeTTL). If load fails, expired values within Grace are
 // served, with the loader's error. Batch misses are not leased across
-// instances (docs/cachex.md#batches).
-func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx context.Context, keys []string) (map[string]V, error), opts ...GetOption) (_ map[string]V, err error) {
+// instances (docs/cachex.md, "Batches").
+func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx context.Context, keys []string) (map[string]V, error)) (_ map[string]V, err error) {
 	out := make(map[string]V, len(keys))
 	if len(keys) == 0 {
 		return out, nil
@@ -44,7 +44,7 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx con
 		}
 		return out, c.loadInto(ctx, out, keys, load, reasonMiss)
 	}
-	beta := c.callBeta(opts)
+	beta := c.Beta()
 	if strategy == TTL {
 		beta = 0
 	}
@@ -57,31 +57,48 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx con
 		keys = unique(keys)
 		return out, c.waitMany(ctx, out, keys, c.startMany(ctx, keys, nil, nil, load, false))
 	}
-	// Repeated keys are read twice (harmless) and deduplicated below, where
-	// it matters: before loading or refreshing.
-	var need, early []string
-	var stale, seen map[string]*entry // rare: made on first use
-	var read map[string]string        // what each key to load held: its identity
+	p := c.sortMany(keys, entries, values, beta, out)
+	early, need := unique(p.early), unique(p.need)
+	if len(early) > 0 {
+		c.refreshManyAsync(ctx, early, p.seen, load)
+	}
+	if len(need) == 0 {
+		return out, nil
+	}
+	if strategy == TTL { // the baseline: no deduplication
+		return out, c.loadTTL(ctx, out, need, p.stale, p.read, load)
+	}
+	return out, c.waitMany(ctx, out, need, c.startMany(ctx, need, p.stale, p.read, load, true))
+}
+
+// manyPlan is what a batch read found: keys to load and keys to refresh
+// early, with what each held.
+type manyPlan struct {
+	need, early []string
+	stale, seen map[string]*entry // rare: made on first use
+	read        map[string]string // what each key to load held: its identity
+}
+
+// sortMany decides each key of a batch read like Get: a fresh value goes to
+// out (and maybe to an early refresh), a miss or an expired one to the keys
+// to load. Repeated keys are sorted twice (harmless) and deduplicated by the
+// caller, where it matters: before loading or refreshing.
+func (c *Cache[V]) sortMany(keys []string, entries []entry, values []V, beta float64, out map[string]V) manyPlan {
+	var p manyPlan
 	now := c.now()
 	for i, k := range keys {
 		e := &entries[i]
 		if !e.found || !now.Before(e.expiry) {
-			if read == nil {
-				read = map[string]string{}
-			}
-			read[k] = e.identity()
+			p.read = put(p.read, k, e.identity())
 		}
 		switch {
 		case !e.found:
-			need = append(need, k)
+			p.need = append(p.need, k)
 		case now.Before(e.expiry):
-			if shouldRefresh(now, e.expiry, e.delta, beta, uniformOpen(c.opts.Rand())) {
+			if shouldRefresh(now, e.expiry, e.delta, beta, uniformOpen(c.opts.rand())) {
 				c.m.gets[resultEarlyRefresh].Inc()
-				early = append(early, k)
-				if seen == nil {
-					seen = map[string]*entry{}
-				}
-				seen[k] = e
+				p.early = append(p.early, k)
+				p.seen = put(p.seen, k, e)
 			} else {
 				c.m.gets[resultHit].Inc()
 			}
@@ -89,24 +106,20 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx con
 				out[k] = values[i]
 			}
 		default:
-			need = append(need, k)
-			if stale == nil {
-				stale = map[string]*entry{}
-			}
-			stale[k] = e
+			p.need = append(p.need, k)
+			p.stale = put(p.stale, k, e)
 		}
 	}
-	early, need = unique(early), unique(need)
-	if len(early) > 0 {
-		c.refreshManyAsync(ctx, early, seen, load)
+	return p
+}
+
+// put sets m[k] = v, making m on first use.
+func put[T any](m map[string]T, k string, v T) map[string]T {
+	if m == nil {
+		m = map[string]T{}
 	}
-	if len(need) == 0 {
-		return out, nil
-	}
-	if strategy == TTL { // the baseline: no deduplication
-		return out, c.loadTTL(ctx, out, need, stale, read, load)
-	}
-	return out, c.waitMany(ctx, out, need, c.startMany(ctx, need, stale, read, load, true))
+	m[k] = v
+	return m
 }
 
 // readMany fetches and decodes keys; entries[i].found is false for a miss or
@@ -449,6 +462,24 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 		return
 	}
 	token := newToken() // one token for the batch: each lock is still per key
+	mine := c.lockMany(ctx, keys, seen, token)
+	if len(mine) == 0 {
+		return
+	}
+	var vals map[string]V
+	var delta time.Duration
+	release, err := c.loadSlot(ctx, reasonEarly)
+	if err == nil { // else every slot is busy: keep the current values, release the locks
+		vals, delta, err = timeLoad(c, ctx, reasonEarly, len(mine), func(ctx context.Context) (map[string]V, error) { return load(ctx, mine) })
+		release()
+		c.countRecomputes(reasonEarly, len(mine), err)
+	}
+	c.finishMany(ctx, mine, token, vals, delta, err)
+}
+
+// lockMany takes the key lock of each key in one pipeline and returns the
+// keys whose lock it got.
+func (c *Cache[V]) lockMany(ctx context.Context, keys []string, seen map[string]*entry, token string) (mine []string) {
 	locks := make([]*redis.Cmd, len(keys))
 	err := c.redisCall(ctx, "lock", func(ctx context.Context, l lane) error {
 		err := l.pipelined(ctx, func(p redis.Pipeliner) error {
@@ -469,9 +500,8 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 				c.unlock(c.redisKey(k), token)
 			}
 		}
-		return
+		return nil
 	}
-	var mine []string // the keys whose lock this call holds
 	for i, k := range keys {
 		state, err := locks[i].Int64()
 		switch {
@@ -483,23 +513,19 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 			c.m.contended.Inc()
 		}
 	}
-	if len(mine) == 0 {
-		return
-	}
-	var vals map[string]V
-	var delta time.Duration
-	release, err := c.loadSlot(ctx, reasonEarly)
-	if err == nil { // else every slot is busy: keep the current values, release the locks
-		vals, delta, err = timeLoad(c, ctx, reasonEarly, len(mine), func(ctx context.Context) (map[string]V, error) { return load(ctx, mine) })
-		release()
-		c.countRecomputes(reasonEarly, len(mine), err)
-	}
+	return mine
+}
+
+// finishMany writes the early refresh's values under the keys' locks in one
+// pipeline, or, when the load failed (loadErr), only releases the locks and
+// keeps the current values.
+func (c *Cache[V]) finishMany(ctx context.Context, mine []string, token string, vals map[string]V, delta time.Duration, loadErr error) {
 	var finishes []*redis.Cmd
-	werr := c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context, l lane) error {
+	err := c.redisCall(context.WithoutCancel(ctx), "set", func(ctx context.Context, l lane) error {
 		return l.pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range mine {
 				rk := c.redisKey(k)
-				if err != nil { // release; keep serving the current values
+				if loadErr != nil {
 					c.scripts.unlock.Eval(ctx, p, []string{lockKey(rk)}, token)
 					continue
 				}
@@ -517,7 +543,7 @@ func (c *Cache[V]) refreshMany(ctx context.Context, keys []string, seen map[stri
 			return nil
 		})
 	})
-	if !abandoned(werr) {
+	if !abandoned(err) {
 		c.countDiscarded(finishes...)
 	}
 }

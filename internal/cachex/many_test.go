@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // batchLoader returns "v:<key>" for every key except those in missing, and
@@ -99,7 +99,7 @@ func testGetMany(t *testing.T, rdb redis.UniversalClient, cmds *commands, nodes 
 }
 
 func TestGetManySingleNode(t *testing.T) {
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	cmds := &commands{}
 	rdb.AddHook(cmds)
 	testGetMany(t, rdb, cmds, 1)
@@ -109,7 +109,7 @@ func TestGetManySingleNode(t *testing.T) {
 }
 
 func TestGetManyCluster(t *testing.T) {
-	cl := testenv.RedisCluster(t, 3)
+	cl := redistest.RedisCluster(t, 3)
 	opt := cl.Client.Options()
 	opt.ContextTimeoutEnabled = true
 	cmds := &commands{}
@@ -127,13 +127,13 @@ func TestGetManyCluster(t *testing.T) {
 
 func TestGetCluster(t *testing.T) {
 	ctx := context.Background()
-	cl := testenv.RedisCluster(t, 3)
+	cl := redistest.RedisCluster(t, 3)
 	opt := cl.Client.Options()
 	opt.ContextTimeoutEnabled = true
 	rdb := redis.NewClusterClient(opt)
 	t.Cleanup(func() { _ = rdb.Close() })
 	clk, rnd := newClock(), &fixedRand{}
-	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "cl", TTL: 10 * time.Second, Now: clk.Now, Rand: rnd.Float64})
+	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "cl", TTL: 10 * time.Second, now: clk.Now, noClockSync: true, rand: rnd.Float64})
 	l := &loader{delay: 20 * time.Millisecond}
 	for _, k := range keysN(30) {
 		if v, err := c.Get(ctx, k, l.load); err != nil || v == "" {
@@ -167,7 +167,7 @@ func redisErrors[V any](c *Cache[V]) int {
 
 func TestGetManyDeduplicatesWithConcurrentCalls(t *testing.T) {
 	ctx := context.Background()
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "many", TTL: time.Hour})
 	release := make(chan struct{})
 	var loaded atomic.Int64
@@ -210,7 +210,7 @@ func TestGetManyDeduplicatesWithConcurrentCalls(t *testing.T) {
 // called here exactly as GetMany calls it after such a read.
 func TestGetManyDoesNotRecomputeWhatLandedAfterItsRead(t *testing.T) {
 	ctx := context.Background()
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "many", TTL: time.Hour, NegativeTTL: time.Hour})
 	first := &batchLoader{missing: map[string]bool{"gone": true}}
 	if _, err := c.GetMany(ctx, []string{"a", "gone"}, first.load); err != nil {
@@ -232,9 +232,9 @@ func TestGetManyDoesNotRecomputeWhatLandedAfterItsRead(t *testing.T) {
 
 func TestGetManyStaleAndNegative(t *testing.T) {
 	ctx := context.Background()
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	clk := newClock()
-	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "many", TTL: time.Second, Grace: time.Hour, NegativeTTL: time.Minute, Now: clk.Now})
+	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "many", TTL: time.Second, Grace: time.Hour, NegativeTTL: time.Minute, now: clk.Now, noClockSync: true})
 	bl := &batchLoader{missing: map[string]bool{"gone": true}}
 	if _, err := c.GetMany(ctx, []string{"a", "b", "gone"}, bl.load); err != nil {
 		t.Fatal(err)

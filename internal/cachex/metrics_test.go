@@ -9,12 +9,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 func TestMetricsMatchTheContract(t *testing.T) {
 	ctx := context.Background()
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	reg := prometheus.NewRegistry()
 	// Two caches share one registry.
 	a, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "product", TTL: time.Minute, Registerer: reg})

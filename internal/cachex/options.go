@@ -39,6 +39,9 @@ func ParseStrategy(s string) (Strategy, error) {
 // Options configure a Cache. Zero fields take the defaults documented on
 // each; only Name and TTL are required.
 type Options struct {
+	// What every service sets: the name, how long values live, where the
+	// metrics go and how long a Redis call may take.
+
 	// Name is the cache's class name: the `cache` label on metrics and part
 	// of every Redis key. Low cardinality: "product", never a product id.
 	// Name and Prefix must not contain { or } (the hash tag of every key).
@@ -46,16 +49,75 @@ type Options struct {
 	// TTL is the logical lifetime of a value: after it a read recomputes.
 	// At least 1ms (envelopes keep milliseconds).
 	TTL time.Duration
+	// Registerer receives the cachex_* metrics; several caches may share one.
+	// Nil registers nothing.
+	Registerer prometheus.Registerer
+	// Timeout bounds each Redis call by a context deadline. Default 100ms.
+	// The client must honour context deadlines
+	// (redis.Options.ContextTimeoutEnabled); New checks.
+	Timeout time.Duration
+
+	// Tuning: each zero field takes the default its comment gives.
+
 	// Grace is how much longer Redis keeps a value after its logical expiry,
 	// to be served if the recompute fails (stale-if-error). Default: TTL.
 	Grace time.Duration
-	// Beta scales early refresh: larger refreshes earlier; 0 disables it.
-	// Default 1. See docs/cachex.md for choosing it.
+	// Beta scales early refresh: larger refreshes earlier. Default (and 0)
+	// 1; docs/cachex.md, "XFetch", says how to choose it.
 	Beta float64
-	// NoEarlyRefresh sets the default Beta to 0 (a zero Beta means "default").
-	NoEarlyRefresh bool
-	// Strategy is the initial strategy. Default XFetch.
-	Strategy Strategy
+	// NegativeTTL, when positive (at least 1ms), caches a loader's not-found
+	// answer (an error matching ErrNotFound) for this long. Default 0: not
+	// cached.
+	NegativeTTL time.Duration
+	// LoadTimeout bounds a recompute, which runs detached from the caller's
+	// context so that one caller giving up does not fail the others waiting
+	// for the same key. Default 10s.
+	LoadTimeout time.Duration
+	// LeaseWait is how long a cold miss waits for another instance that
+	// holds the key's lock to write the value, before computing itself.
+	// Default 2s.
+	LeaseWait time.Duration
+	// MaxLoads bounds the loader calls of this cache running at once in this
+	// process (misses, bypasses, batches, early refreshes, and every call
+	// under strategies ttl and none). When all are busy, a read waits for
+	// one until its context ends, and an early refresh is skipped. Default 32.
+	MaxLoads int
+	// MaxRefreshes bounds background early refreshes in flight in this
+	// process; more are skipped (the current value is still fresh). Default 64.
+	MaxRefreshes int
+	// BreakerFailures is how many Redis failures in a row open the breaker;
+	// while open the cache bypasses Redis. Default 5.
+	BreakerFailures int
+	// BreakerCooldown is how long the breaker stays open before one probe
+	// call may try Redis again. Default 1s.
+	BreakerCooldown time.Duration
+	// ClockSync is how often the offset of the Redis server's clock from
+	// this process's is measured again: New measures it once (one TIME
+	// call, bounded by Timeout; on failure the cache starts on its own
+	// clock), then every ClockSync in the background. Expiries are compared
+	// on the server's clock, so instances whose clocks disagree still agree
+	// on them. Default 1 minute.
+	ClockSync time.Duration
+	// AutoPipeline sends the cache's commands through the client's
+	// AutoPipeliner whenever another of its calls is in flight, and straight
+	// through the client when a call is alone (nothing to batch with). It
+	// needs a *redis.Client, *redis.ClusterClient or *redis.Ring; a client
+	// that is itself an AutoPipeliner batches every call.
+	// docs/cachex.md, "Clients".
+	AutoPipeline bool
+	// ReuseDecoded, when positive, keeps the value last decoded for up to
+	// this many keys (a slot per key, chosen by hash): a hit whose envelope
+	// is byte for byte the one decoded then returns that value without
+	// running the codec. A changed, refreshed or invalidated entry is a
+	// different envelope, so it is never served from there. The value is
+	// shared by every such hit: callers must treat it as immutable (no
+	// writes through its pointers, maps or slices). Memory: at most
+	// ReuseDecoded envelopes of up to 64 KiB each, plus their values.
+	// Default 0: off. docs/cachex.md, "Reusing decoded values".
+	ReuseDecoded int
+
+	// Keys.
+
 	// Prefix starts every Redis key. Default Name + ":". Keys are
 	// "{Prefix+key}:e<envelope version>.<Version>" and that plus ":lock",
 	// one hash slot per key.
@@ -73,88 +135,42 @@ type Options struct {
 	// write through either invalidates both.
 	InvalidateVersions []string
 
-	// Timeout bounds each Redis call. Default 100ms. The client must honour
-	// context deadlines (redis.Options.ContextTimeoutEnabled) or have read
-	// and write timeouts no longer than this; New checks. A client whose own
-	// read and write timeouts are within Timeout spares each call a context
-	// deadline (about 5 allocations per read).
-	Timeout time.Duration
-	// AutoPipeline sends the cache's commands through the client's
-	// AutoPipeliner whenever another of its calls is in flight, and straight
-	// through the client when a call is alone (nothing to batch with). It
-	// needs a *redis.Client, *redis.ClusterClient or *redis.Ring; a client
-	// that is itself an AutoPipeliner batches every call.
-	// docs/cachex.md#clients.
-	AutoPipeline bool
-	// LoadTimeout bounds a recompute, which runs detached from the caller's
-	// context so that one caller giving up does not fail the others waiting
-	// for the same key. Default 10s.
-	LoadTimeout time.Duration
-	// LeaseWait is how long a cold miss waits for another instance that
-	// holds the key's lock to write the value, before computing itself.
-	// Default 2s; 0 with NoLease never waits.
-	LeaseWait time.Duration
-	// NoLease makes cold misses compute without asking other instances.
-	NoLease bool
-	// MaxRefreshes bounds background early refreshes in flight in this
-	// process; more are skipped (the current value is still fresh). Default 64.
-	MaxRefreshes int
-	// MaxLoads bounds the loader calls of this cache running at once in this
-	// process (misses, bypasses, batches, early refreshes, and every call
-	// under strategies ttl and none). When all are busy, a read waits for
-	// one until its context ends, and an early refresh is skipped. Default 32.
-	MaxLoads int
-	// NegativeTTL, when positive (at least 1ms), caches a loader's not-found
-	// answer (an error matching ErrNotFound) for this long. Default 0: not
-	// cached.
-	NegativeTTL time.Duration
+	// Tracing and logs.
 
-	// ReuseDecoded, when positive, keeps the value last decoded for up to
-	// this many keys (a slot per key, chosen by hash): a hit whose envelope
-	// is byte for byte the one decoded then returns that value without
-	// running the codec. A changed, refreshed or invalidated entry is a
-	// different envelope, so it is never served from there. The value is
-	// shared by every such hit: callers must treat it as immutable (no
-	// writes through its pointers, maps or slices). Memory: at most
-	// ReuseDecoded envelopes of up to 64 KiB each, plus their values.
-	// Default 0: off. docs/cachex.md#reusing-decoded-values.
-	ReuseDecoded int
-
-	// BreakerFailures is how many Redis failures in a row open the breaker;
-	// while open the cache bypasses Redis. Default 5.
-	BreakerFailures int
-	// BreakerCooldown is how long the breaker stays open before one probe
-	// call may try Redis again. Default 1s.
-	BreakerCooldown time.Duration
-
-	// Registerer receives the cachex_* metrics; several caches may share one.
-	// Nil registers nothing.
-	Registerer prometheus.Registerer
 	// TracerProvider, when set, gives the cache's spans: cachex.get and
 	// cachex.get_many around each read, with the outcome, and
 	// cachex.recompute around each loader call, with its reason; the
 	// loader's context carries the recompute span. Nil: no spans, at the
-	// cost of a nil check (docs/metrics.md#spans). Whatever the setting, a
+	// cost of a nil check (docs/metrics.md, "Spans"). Whatever the setting, a
 	// loader call observed while the caller's span is sampled puts its trace
 	// id on cachex_recompute_duration_seconds as an exemplar.
 	TracerProvider trace.TracerProvider
 	// Logger receives one line per loader panic (with its stack). Default
 	// slog.Default(); a logger whose handler discards is silent.
 	Logger *slog.Logger
-	// Now is the clock. Default time.Now. Expiries are compared on the
-	// Redis server's clock, estimated as Now plus an offset measured with
-	// TIME (see ClockSync).
-	Now func() time.Time
-	// ClockSync is how often the offset of the Redis server's clock from Now
-	// is measured again: New measures it once (one TIME call, bounded by
-	// Timeout; on failure the cache starts on Now alone), then every
-	// ClockSync in the background. Default 1 minute; negative: never, and
-	// expiries are compared on Now (each instance's own clock).
-	ClockSync time.Duration
-	// Rand returns uniform numbers in [0,1) for XFetch. It must be safe for
-	// concurrent use. Default math/rand/v2's Float64.
-	Rand func() float64
+
+	// Strategy is the strategy the cache starts with: XFetch by default.
+	// TTL and None exist as the baselines the demo compares XFetch against
+	// (Cache.SetStrategy switches at run time); a service needs neither.
+	Strategy Strategy
+
+	// Set by in-package tests only.
+	now            func() time.Time // the clock; default time.Now
+	rand           func() float64   // XFetch's uniform numbers; default math/rand/v2
+	noEarlyRefresh bool             // beta 0: no early refresh
+	noLease        bool             // cold misses compute without asking other instances
+	noClockSync    bool             // compare expiries on now alone
 }
+
+// An Option changes what New builds beyond Options, for tests and fault
+// checkers; a service needs none.
+type Option func(*Options)
+
+// WithClock makes the cache read the time from now instead of time.Now: a
+// fault checker skews one instance's clock with it. Expiries are still
+// compared on the Redis server's clock, estimated from now and measured
+// again every ClockSync.
+func WithClock(now func() time.Time) Option { return func(o *Options) { o.now = now } }
 
 // ErrNotFound is what a loader returns, possibly wrapped together with an
 // error of its own (fmt.Errorf("%w: %w", cachex.ErrNotFound, err)), when the
@@ -162,21 +178,10 @@ type Options struct {
 // of the cached answer return ErrNotFound itself.
 var ErrNotFound = errors.New("cachex: not found")
 
+// withDefaults checks o and fills its zero fields with their defaults.
 func (o Options) withDefaults() (Options, error) {
-	if o.Name == "" {
-		return o, errors.New("cachex: Options.Name is required")
-	}
-	if o.TTL < time.Millisecond {
-		return o, fmt.Errorf("cachex: %s: Options.TTL %v is below 1ms (envelopes keep milliseconds)", o.Name, o.TTL)
-	}
-	if o.NegativeTTL > 0 && o.NegativeTTL < time.Millisecond {
-		return o, fmt.Errorf("cachex: %s: Options.NegativeTTL %v is below 1ms", o.Name, o.NegativeTTL)
-	}
-	if strings.ContainsAny(o.Name+o.Prefix+o.Version+strings.Join(o.InvalidateVersions, ""), "{}") {
-		return o, fmt.Errorf("cachex: %s: Name, Prefix and versions must not contain { or }: keys put the hash tag around them", o.Name)
-	}
-	if o.Beta < 0 || o.Grace < 0 || o.Timeout < 0 || o.LeaseWait < 0 || o.NegativeTTL < 0 || o.ReuseDecoded < 0 {
-		return o, fmt.Errorf("cachex: %s: negative Beta, Grace, Timeout, LeaseWait, NegativeTTL or ReuseDecoded", o.Name)
+	if err := o.validate(); err != nil {
+		return o, err
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
@@ -188,17 +193,14 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.LoadTimeout, 10*time.Second)
 	def(&o.BreakerCooldown, time.Second)
 	def(&o.ClockSync, time.Minute)
-	if o.LeaseWait == 0 && !o.NoLease {
+	if o.LeaseWait == 0 && !o.noLease {
 		o.LeaseWait = 2 * time.Second
 	}
-	if o.Beta == 0 && !o.NoEarlyRefresh {
+	if o.Beta == 0 && !o.noEarlyRefresh {
 		o.Beta = 1
 	}
 	if o.Strategy == "" {
 		o.Strategy = XFetch
-	}
-	if _, err := ParseStrategy(string(o.Strategy)); err != nil {
-		return o, err
 	}
 	if o.Prefix == "" {
 		o.Prefix = o.Name + ":"
@@ -212,14 +214,38 @@ func (o Options) withDefaults() (Options, error) {
 	if o.BreakerFailures <= 0 {
 		o.BreakerFailures = 5
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.now == nil {
+		o.now = time.Now
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Rand == nil {
-		o.Rand = randFloat64
+	if o.rand == nil {
+		o.rand = randFloat64
 	}
 	return o, nil
+}
+
+// validate refuses options no default can make work.
+func (o Options) validate() error {
+	if o.Name == "" {
+		return errors.New("cachex: Options.Name is required")
+	}
+	if o.TTL < time.Millisecond {
+		return fmt.Errorf("cachex: %s: Options.TTL %v is below 1ms (envelopes keep milliseconds)", o.Name, o.TTL)
+	}
+	if o.NegativeTTL > 0 && o.NegativeTTL < time.Millisecond {
+		return fmt.Errorf("cachex: %s: Options.NegativeTTL %v is below 1ms", o.Name, o.NegativeTTL)
+	}
+	if strings.ContainsAny(o.Name+o.Prefix+o.Version+strings.Join(o.InvalidateVersions, ""), "{}") {
+		return fmt.Errorf("cachex: %s: Name, Prefix and versions must not contain { or }: keys put the hash tag around them", o.Name)
+	}
+	if o.Beta < 0 || o.Grace < 0 || o.Timeout < 0 || o.LeaseWait < 0 || o.NegativeTTL < 0 || o.ReuseDecoded < 0 || o.ClockSync < 0 {
+		return fmt.Errorf("cachex: %s: negative Beta, Grace, Timeout, LeaseWait, NegativeTTL, ReuseDecoded or ClockSync", o.Name)
+	}
+	if o.Strategy == "" {
+		return nil
+	}
+	_, err := ParseStrategy(string(o.Strategy))
+	return err
 }

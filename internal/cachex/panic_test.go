@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // syncBuffer is a log destination safe for concurrent writes.
@@ -75,7 +75,7 @@ func noLocks(t *testing.T, rdb redis.UniversalClient, prefix string) {
 // counted and logged once.
 func TestLoaderPanicIsRecoveredOnEveryPath(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.RedisNodes(t, 1)[0]
+	node := redistest.RedisNodes(t, 1)[0]
 	rdb := client(t, node)
 	for name, run := range map[string]func(t *testing.T, c *Cache[string], clk *clock, p *panicky) (reason string){
 		"miss": func(t *testing.T, c *Cache[string], _ *clock, p *panicky) string {
@@ -115,11 +115,12 @@ func TestLoaderPanicIsRecoveredOnEveryPath(t *testing.T) {
 			return reasonMiss
 		},
 		"early refresh": func(t *testing.T, c *Cache[string], clk *clock, p *panicky) string {
-			if _, err := c.Get(ctx, "k", (&loader{}).load); err != nil {
+			if _, err := c.Get(ctx, "k", (&loader{delay: time.Millisecond}).load); err != nil { // delta > 0: early refresh can happen
 				t.Fatal(err)
 			}
 			clk.Add(time.Hour - time.Millisecond) // due: the read refreshes in the background
-			if v, err := c.Get(ctx, "k", p.load, WithBeta(1e9)); err != nil || v != "v1" {
+			mustSetBeta(t, c, 1e9)
+			if v, err := c.Get(ctx, "k", p.load); err != nil || v != "v1" {
 				t.Fatalf("read that started the refresh: %q, %v; want v1 served", v, err)
 			}
 			waitFor(t, "the refresh", func() bool { return recomputes(c, reasonEarly, "panic") == 1 })
@@ -127,12 +128,14 @@ func TestLoaderPanicIsRecoveredOnEveryPath(t *testing.T) {
 		},
 		"batch early refresh": func(t *testing.T, c *Cache[string], clk *clock, p *panicky) string {
 			if _, err := c.GetMany(ctx, []string{"a"}, func(context.Context, []string) (map[string]string, error) {
+				time.Sleep(time.Millisecond) // delta > 0: early refresh can happen
 				return map[string]string{"a": "v1"}, nil
 			}); err != nil {
 				t.Fatal(err)
 			}
 			clk.Add(time.Hour - time.Millisecond)
-			if got, err := c.GetMany(ctx, []string{"a"}, p.loadMany, WithBeta(1e9)); err != nil || got["a"] != "v1" {
+			mustSetBeta(t, c, 1e9)
+			if got, err := c.GetMany(ctx, []string{"a"}, p.loadMany); err != nil || got["a"] != "v1" {
 				t.Fatalf("read that started the refresh: %v, %v; want v1 served", got, err)
 			}
 			waitFor(t, "the refresh", func() bool { return recomputes(c, reasonEarly, "panic") == 1 })
@@ -144,7 +147,7 @@ func TestLoaderPanicIsRecoveredOnEveryPath(t *testing.T) {
 			clk := newClock()
 			prefix := "panic-" + strings.ReplaceAll(name, " ", "-") + ":"
 			c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "panic", Prefix: prefix, TTL: time.Hour, BreakerFailures: 3,
-				BreakerCooldown: time.Hour, Now: clk.Now, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+				BreakerCooldown: time.Hour, now: clk.Now, noClockSync: true, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 			p := &panicky{}
 			reason := run(t, c, clk, p)
 			if n := recomputes(c, reason, "panic"); n < 1 {

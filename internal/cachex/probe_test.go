@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // The half-open probe is made by a request that has given up (cancelled, or
@@ -24,14 +24,14 @@ func TestBreakerHealsAfterAProbeWhoseCallerGaveUp(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			node := testenv.RedisNodes(t, 1)[0]
+			node := redistest.RedisNodes(t, 1)[0]
 			clk := newClock()
 			const cooldown = time.Second
 			// Timeout is what the read on the paused server costs; it is a
 			// second so that no read of the healthy one, on a busy machine,
 			// times out and opens the breaker (BreakerFailures is 1).
 			c, _ := newCache(t, client(t, node), JSON[string]{}, Options{Name: "probe", TTL: time.Hour, Timeout: time.Second,
-				BreakerFailures: 1, BreakerCooldown: cooldown, Now: clk.Now})
+				BreakerFailures: 1, BreakerCooldown: cooldown, now: clk.Now, noClockSync: true})
 			l := &loader{}
 			if v, err := c.Get(ctx, "k", l.load); err != nil || v != "v1" {
 				t.Fatalf("fill: %q, %v", v, err)

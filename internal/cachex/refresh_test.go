@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // fixedRand returns r from a settable source.
@@ -22,9 +22,9 @@ func (f *fixedRand) Float64() float64 {
 }
 
 func TestEarlyRefreshRunsInBackgroundDetachedFromCaller(t *testing.T) {
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	clk, rnd := newClock(), &fixedRand{}
-	c, reg := newCache(t, rdb, JSON[string]{}, Options{Name: "early", TTL: 10 * time.Second, Now: clk.Now, Rand: rnd.Float64})
+	c, reg := newCache(t, rdb, JSON[string]{}, Options{Name: "early", TTL: 10 * time.Second, now: clk.Now, noClockSync: true, rand: rnd.Float64})
 	l := &loader{delay: 20 * time.Millisecond}
 
 	if v, err := c.Get(context.Background(), "k", l.load); err != nil || v != "v1" {
@@ -37,9 +37,11 @@ func TestEarlyRefreshRunsInBackgroundDetachedFromCaller(t *testing.T) {
 	}
 	// u = 0.01: -ln(u)*delta ≈ 4.6*20ms >= 10ms: refresh early, serve v1 now.
 	rnd.set(0.99)
-	if v, _ := c.Get(context.Background(), "k", l.load, WithBeta(0)); v != "v1" || gets(c, resultHit) != 2 {
-		t.Fatalf("WithBeta(0): %q with %d hits; want a plain hit", v, gets(c, resultHit))
+	mustSetBeta(t, c, 0)
+	if v, _ := c.Get(context.Background(), "k", l.load); v != "v1" || gets(c, resultHit) != 2 {
+		t.Fatalf("beta 0: %q with %d hits; want a plain hit", v, gets(c, resultHit))
 	}
+	mustSetBeta(t, c, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	v, err := c.Get(ctx, "k", l.load)
 	cancel() // the caller is gone; the refresh must not care
@@ -64,9 +66,9 @@ func TestEarlyRefreshRunsInBackgroundDetachedFromCaller(t *testing.T) {
 
 func TestEarlyRefreshDucksOutWhenAnotherInstanceHoldsTheLock(t *testing.T) {
 	ctx := context.Background()
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	clk, rnd := newClock(), &fixedRand{}
-	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "duck", TTL: 10 * time.Second, Now: clk.Now, Rand: rnd.Float64})
+	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "duck", TTL: 10 * time.Second, now: clk.Now, noClockSync: true, rand: rnd.Float64})
 	l := &loader{delay: 20 * time.Millisecond}
 	if _, err := c.Get(ctx, "k", l.load); err != nil {
 		t.Fatal(err)
@@ -90,9 +92,9 @@ func TestEarlyRefreshDucksOutWhenAnotherInstanceHoldsTheLock(t *testing.T) {
 
 func TestBackgroundRefreshesAreBounded(t *testing.T) {
 	ctx := context.Background()
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	clk, rnd := newClock(), &fixedRand{}
-	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "bounded", TTL: 10 * time.Second, MaxRefreshes: 2, Now: clk.Now, Rand: rnd.Float64})
+	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "bounded", TTL: 10 * time.Second, MaxRefreshes: 2, now: clk.Now, noClockSync: true, rand: rnd.Float64})
 	fill := &loader{delay: 20 * time.Millisecond}
 	keys := []string{"a", "b", "c", "d", "e", "f"}
 	for _, k := range keys {
@@ -118,9 +120,9 @@ func TestBackgroundRefreshesAreBounded(t *testing.T) {
 
 func TestInvalidateDropsTheWriteOfARefreshInFlight(t *testing.T) {
 	ctx := context.Background()
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	clk, rnd := newClock(), &fixedRand{}
-	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "inval", TTL: 10 * time.Second, Now: clk.Now, Rand: rnd.Float64})
+	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "inval", TTL: 10 * time.Second, now: clk.Now, noClockSync: true, rand: rnd.Float64})
 	if _, err := c.Get(ctx, "k", (&loader{delay: 20 * time.Millisecond}).load); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +157,7 @@ func invalidated(t *testing.T, rdb redis.UniversalClient, rk string) bool {
 
 func TestInvalidateMany(t *testing.T) {
 	ctx := context.Background()
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "inval", TTL: time.Minute})
 	l := &loader{}
 	for _, k := range []string{"a", "b", "c"} {
@@ -178,12 +180,12 @@ func TestInvalidateMany(t *testing.T) {
 
 func TestStaleIfError(t *testing.T) {
 	ctx := context.Background()
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	boom := errors.New("database down")
 
 	t.Run("within grace", func(t *testing.T) {
 		clk := newClock()
-		c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "stale", TTL: time.Second, Grace: time.Hour, Now: clk.Now})
+		c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "stale", TTL: time.Second, Grace: time.Hour, now: clk.Now, noClockSync: true})
 		if _, err := c.Get(ctx, "k", (&loader{}).load); err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +215,7 @@ func TestStaleIfError(t *testing.T) {
 
 func TestNegativeCaching(t *testing.T) {
 	ctx := context.Background()
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	notFound := func(n *atomic.Int64) func(context.Context) (string, error) {
 		return func(context.Context) (string, error) {
 			n.Add(1)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // item is a value read through a pointer: reuse hands out the same one.
@@ -25,11 +25,11 @@ func (c countingJSON) Unmarshal(b []byte) (*item, error) {
 // decoding; a changed, refreshed or invalidated entry is decoded afresh and
 // never answered from the reuse.
 func TestReuseDecodedServesOnlyTheSameEnvelope(t *testing.T) {
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	ctx := context.Background()
 	clk := newClock()
 	var decodes atomic.Int64
-	opts := Options{Name: "reuse", Prefix: "reuse-" + itoa(time.Now().UnixNano()) + ":", TTL: time.Minute, NoEarlyRefresh: true, Now: clk.Now, ClockSync: -1}
+	opts := Options{Name: "reuse", Prefix: "reuse-" + itoa(time.Now().UnixNano()) + ":", TTL: time.Minute, noEarlyRefresh: true, now: clk.Now, noClockSync: true}
 	withReuse := opts
 	withReuse.ReuseDecoded = 8
 	c, _ := newCache(t, client(t, node), countingJSON{&decodes}, withReuse)
@@ -93,13 +93,13 @@ func TestReuseDecodedServesOnlyTheSameEnvelope(t *testing.T) {
 // is decoded at least every other time, and every value is still the key's
 // own. Off (the default), every hit decodes.
 func TestReuseDecodedIsBoundedAndOffByDefault(t *testing.T) {
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	ctx := context.Background()
 	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 	for _, slots := range []int{ways, 0} {
 		var decodes atomic.Int64
 		c, _ := newCache(t, client(t, node), countingJSON{&decodes}, Options{Name: "reuse" + itoa(int64(slots)), Prefix: "reuse-" + itoa(time.Now().UnixNano()) + ":",
-			TTL: time.Minute, NoEarlyRefresh: true, ReuseDecoded: slots})
+			TTL: time.Minute, noEarlyRefresh: true, ReuseDecoded: slots})
 		for pass := range 3 {
 			for _, k := range keys {
 				v, err := c.Get(ctx, k, func(context.Context) (*item, error) { return &item{Name: k}, nil })

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // The stampede tests read one hot key through two Cache instances with
@@ -46,7 +46,7 @@ func stampede(t *testing.T, strategy Strategy, beta float64, skew time.Duration)
 	if testing.Short() {
 		t.Skip("the stampede reads Redis thousands of times")
 	}
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	s := &sim{t: t, clk: newSimClock(), observer: client(t, node), gens: map[string]int64{}}
 	for i := range s.caches {
 		rdb := client(t, node)
@@ -61,7 +61,7 @@ func stampede(t *testing.T, strategy Strategy, beta float64, skew time.Duration)
 		// clock once, in New, while the virtual clock still follows the
 		// real one. MaxLoads leaves the TTL stampede unbounded.
 		s.caches[i], _ = newCache(t, rdb, JSON[string]{}, Options{Name: "stampede", TTL: stampedeTTL, Grace: time.Hour,
-			Strategy: strategy, Beta: beta, NoEarlyRefresh: beta == 0, Now: now, ClockSync: time.Hour,
+			Strategy: strategy, Beta: beta, noEarlyRefresh: beta == 0, now: now, ClockSync: time.Hour,
 			LoadTimeout: eventWait, LeaseWait: 10 * time.Second, MaxLoads: 64})
 	}
 	s.key = s.caches[0].redisKey("hot")

@@ -7,12 +7,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 func TestStrategySwitchesAtRunTime(t *testing.T) {
 	ctx := context.Background()
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "switch", TTL: time.Minute})
 	l := &loader{}
 	strategyIs := func(s Strategy) {
@@ -66,7 +66,7 @@ func TestStrategySwitchesAtRunTime(t *testing.T) {
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	for name, opts := range map[string]Options{
 		"no name":      {TTL: time.Second},
 		"no ttl":       {Name: "x"},
@@ -78,7 +78,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		}
 	}
 	// A client that could hold a call for its 3s read timeout is refused.
-	slow := testenv.Redis(t).Client()
+	slow := redistest.Redis(t).Client()
 	if _, err := New(slow, JSON[string]{}, Options{Name: "x", TTL: time.Second}); err == nil {
 		t.Error("New accepted a client that ignores context deadlines")
 	}

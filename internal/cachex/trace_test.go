@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // recorder returns a tracer provider that samples everything and keeps
@@ -52,7 +52,7 @@ func attr(s sdktrace.ReadOnlySpan, key string) string {
 func TestSpansTellAMissAndAHit(t *testing.T) {
 	ctx := context.Background()
 	tp, rec := recorder(t)
-	c, _ := newCache(t, client(t, testenv.Redis(t)), Raw{}, Options{Name: "traced", TTL: time.Minute, TracerProvider: tp})
+	c, _ := newCache(t, client(t, redistest.Redis(t)), Raw{}, Options{Name: "traced", TTL: time.Minute, TracerProvider: tp})
 	var inLoad trace.SpanContext
 	load := func(ctx context.Context) ([]byte, error) {
 		inLoad = trace.SpanContextFromContext(ctx)
@@ -100,9 +100,9 @@ func TestSpansOfAnEarlyRefreshAndAFailedLoad(t *testing.T) {
 	ctx := context.Background()
 	tp, rec := recorder(t)
 	clk := newClock()
-	c, _ := newCache(t, client(t, testenv.Redis(t)), Raw{}, Options{
-		Name: "early", TTL: time.Minute, Now: clk.Now, ClockSync: -1, Beta: 1e9, TracerProvider: tp,
-		Rand: func() float64 { return 0.999999 }, // with Beta 1e9: refresh early, whatever the delta
+	c, _ := newCache(t, client(t, redistest.Redis(t)), Raw{}, Options{
+		Name: "early", TTL: time.Minute, now: clk.Now, noClockSync: true, Beta: 1e9, TracerProvider: tp,
+		rand: func() float64 { return 0.999999 }, // with Beta 1e9: refresh early, for any delta above 0
 	})
 	// Envelopes keep the delta in milliseconds: a load of at least 1ms
 	// makes it nonzero, so that XFetch can decide to refresh early.
@@ -148,7 +148,7 @@ func TestSpansOfAnEarlyRefreshAndAFailedLoad(t *testing.T) {
 func TestSpansLinkWaitersToTheLeader(t *testing.T) {
 	ctx := context.Background()
 	tp, rec := recorder(t)
-	c, _ := newCache(t, client(t, testenv.Redis(t)), Raw{}, Options{Name: "waiters", TTL: time.Minute, TracerProvider: tp})
+	c, _ := newCache(t, client(t, redistest.Redis(t)), Raw{}, Options{Name: "waiters", TTL: time.Minute, TracerProvider: tp})
 	l := &loader{release: make(chan struct{})}
 	load := func(ctx context.Context) ([]byte, error) { s, err := l.load(ctx); return []byte(s), err }
 	var wg sync.WaitGroup
@@ -192,7 +192,7 @@ func TestSpansLinkWaitersToTheLeader(t *testing.T) {
 func TestSpansOfGetMany(t *testing.T) {
 	ctx := context.Background()
 	tp, rec := recorder(t)
-	c, _ := newCache(t, client(t, testenv.Redis(t)), Raw{}, Options{Name: "many", TTL: time.Minute, TracerProvider: tp})
+	c, _ := newCache(t, client(t, redistest.Redis(t)), Raw{}, Options{Name: "many", TTL: time.Minute, TracerProvider: tp})
 	failed := errors.New("no")
 	_, err := c.GetMany(ctx, []string{"a", "b", "c"}, func(context.Context, []string) (map[string][]byte, error) { return nil, failed })
 	if !errors.Is(err, failed) {
@@ -216,7 +216,7 @@ func TestSpansOfGetMany(t *testing.T) {
 // the cache itself starts no spans.
 func TestRecomputeExemplarIsTheCallersTrace(t *testing.T) {
 	tp, rec := recorder(t)
-	c, reg := newCache(t, client(t, testenv.Redis(t)), Raw{}, Options{Name: "exemplar", TTL: time.Minute})
+	c, reg := newCache(t, client(t, redistest.Redis(t)), Raw{}, Options{Name: "exemplar", TTL: time.Minute})
 	ctx, span := tp.Tracer("test").Start(context.Background(), "request")
 	if _, err := c.Get(ctx, "k", func(context.Context) ([]byte, error) { return []byte("v"), nil }); err != nil {
 		t.Fatal(err)
@@ -282,7 +282,7 @@ func TestNoSpansUnderAnUnsampledParent(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	c, _ := newCache(t, client(t, testenv.Redis(t)), Raw{}, Options{Name: "unsampled", TTL: time.Minute, TracerProvider: tp})
+	c, _ := newCache(t, client(t, redistest.Redis(t)), Raw{}, Options{Name: "unsampled", TTL: time.Minute, TracerProvider: tp})
 	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}}) // flags 00: not sampled
 	ctx := trace.ContextWithRemoteSpanContext(context.Background(), parent)
 	if _, err := c.Get(ctx, "k", func(context.Context) ([]byte, error) { return []byte("v"), nil }); err != nil {
@@ -305,7 +305,7 @@ func TestNoSpansUnderAnUnsampledParent(t *testing.T) {
 func TestSpansShowTheWaitForALoadSlot(t *testing.T) {
 	ctx := context.Background()
 	tp, rec := recorder(t)
-	c, _ := newCache(t, client(t, testenv.Redis(t)), Raw{}, Options{Name: "slots", TTL: time.Minute, MaxLoads: 1, TracerProvider: tp})
+	c, _ := newCache(t, client(t, redistest.Redis(t)), Raw{}, Options{Name: "slots", TTL: time.Minute, MaxLoads: 1, TracerProvider: tp})
 	l := &loader{release: make(chan struct{})}
 	load := func(ctx context.Context) ([]byte, error) { s, err := l.load(ctx); return []byte(s), err }
 	var wg sync.WaitGroup

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 type titled struct{ Title string }
@@ -16,7 +16,7 @@ type titled struct{ Title string }
 // clears both.
 func TestTwoValueVersionsSideBySide(t *testing.T) {
 	ctx := context.Background()
-	rdb := client(t, testenv.Redis(t))
+	rdb := client(t, redistest.Redis(t))
 	v1, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "upgrade", TTL: time.Minute, Version: "1", InvalidateVersions: []string{"2"}})
 	v2, _ := newCache(t, rdb, JSON[titled]{}, Options{Name: "upgrade", TTL: time.Minute, Version: "2", InvalidateVersions: []string{"1"}})
 	loads1, loads2 := 0, 0

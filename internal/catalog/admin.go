@@ -94,6 +94,39 @@ func (h *handlers) adminSetFaults(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h.faults.Get())
 }
 
+func (h *handlers) adminPatchFaults(w http.ResponseWriter, r *http.Request) {
+	var p FaultsPatch
+	if prob, ok := decodeBody(w, r, &p); !ok {
+		writeProblem(w, prob)
+		return
+	}
+	f, err := h.faults.Patch(p)
+	if err != nil {
+		writeProblem(w, probInvalid.with(publicDetail(err)))
+		return
+	}
+	writeJSON(w, http.StatusOK, f)
+}
+
+// adminReset sets the fault knobs to 0 and the caches' strategies and betas
+// and the reservation mode back to what the instance started with, and
+// answers the settings now. It takes no body (an empty one, or {}).
+func (h *handlers) adminReset(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		var empty struct{}
+		if p, ok := decodeBody(w, r, &empty); !ok {
+			writeProblem(w, p)
+			return
+		}
+	}
+	if err := h.reset(h.start); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.log.InfoContext(r.Context(), "settings reset", "mode", h.start.Mode)
+	writeJSON(w, http.StatusOK, settingsOf(h.svc, h.faults))
+}
+
 // ModeSetting is the reservation mode in the admin API.
 type ModeSetting struct {
 	Mode Mode `json:"mode"`

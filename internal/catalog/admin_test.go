@@ -21,6 +21,8 @@ func TestAdminAuth(t *testing.T) {
 		{"PUT", "/admin/caches/product", `{"strategy": "none"}`},
 		{"GET", "/admin/faults", ""},
 		{"PUT", "/admin/faults", `{"db_latency_ms": 10, "db_latency_percent": 100}`},
+		{"PATCH", "/admin/faults", `{"db_latency_ms": 10}`},
+		{"POST", "/admin/reset", ""},
 		{"GET", "/admin/reservation-mode", ""},
 		{"PUT", "/admin/reservation-mode", `{"mode": "unsafe"}`},
 		{"PUT", "/admin/inventory/1", `{"stock": 0}`},

@@ -40,6 +40,9 @@ type handlers struct {
 	ready      func(ctx context.Context) error
 	checks     map[string]func(ctx context.Context) error
 	log        *slog.Logger
+	// start is the settings when the handler was made, what POST
+	// /admin/reset sets back.
+	start Settings
 }
 
 func (h *handlers) healthz(w http.ResponseWriter, r *http.Request) {

@@ -81,7 +81,8 @@ func startInstance(t testing.TB, db *pgxpool.Pool, node *testenv.RedisNode, o ap
 	t.Helper()
 	ctx := context.Background()
 	opt := node.Options()
-	opt.ReadTimeout, opt.WriteTimeout, opt.MaxRetries, opt.DialerRetries = time.Second, time.Second, -1, 1
+	opt.ContextTimeoutEnabled, opt.MaxRetries, opt.DialerRetries = true, -1, 1
+	opt.ReadTimeout, opt.WriteTimeout = time.Second, time.Second
 	cacheRedis := redis.NewClient(opt)
 	t.Cleanup(func() { _ = cacheRedis.Close() })
 	lopt := node.Options()

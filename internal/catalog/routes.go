@@ -70,7 +70,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	h := &handlers{svc: cfg.Service, faults: cfg.Faults, adminToken: cfg.AdminToken, ready: cfg.Ready, checks: cfg.Checks,
-		log: slog.New(withRequestID{cfg.Logger.Handler()})}
+		log: slog.New(withRequestID{cfg.Logger.Handler()}), start: settingsOf(cfg.Service, cfg.Faults)}
 	m, err := newHTTPMetrics(cfg.Registry)
 	if err != nil {
 		return nil, err
@@ -120,6 +120,8 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		r.Put("/caches/{name}", h.adminSetCache)
 		r.Get("/faults", h.adminFaults)
 		r.Put("/faults", h.adminSetFaults)
+		r.Patch("/faults", h.adminPatchFaults)
+		r.Post("/reset", h.adminReset)
 		r.Get("/reservation-mode", h.adminMode)
 		r.Put("/reservation-mode", h.adminSetMode)
 		r.Put("/inventory/{id}", h.adminSetStock)

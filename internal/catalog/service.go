@@ -29,9 +29,9 @@ type Config struct {
 	// HoldTTL is how long a reservation holds its units before the sweeper
 	// (RunSweeper) gives them back; 0 means DefaultHoldTTL (15m).
 	HoldTTL time.Duration
-	// Cache is the client of the caches' Redis. Service adds the fault
-	// injection hook to it.
-	Cache  *redis.Client
+	// Cache is the client of the caches' Redis: one server's, or a Redis
+	// Cluster's. Service adds the fault injection hook to it.
+	Cache  redis.UniversalClient
 	Locker *lockx.Locker
 	// Faults, shared with the admin API; nil means none can be injected.
 	Faults *Injector
@@ -98,6 +98,9 @@ type Service struct {
 
 	reservations *prometheus.CounterVec
 	tracer       trace.Tracer // nil when Config.TracerProvider is
+	// hot counts each cache's recomputes per key per TTL window
+	// (catalog_hottest_key_recomputes).
+	hot *hottestKeys
 }
 
 // NewService builds the Service and its four caches (product,
@@ -130,16 +133,19 @@ func NewService(cfg Config) (*Service, error) {
 		return cachex.Options{Name: name, TTL: ttl, Timeout: cfg.CacheTimeout, Registerer: cfg.Registerer, NegativeTTL: 5 * time.Second, Logger: cfg.Logger,
 			AutoPipeline: cfg.AutoPipeline, ReuseDecoded: reuse, TracerProvider: cfg.TracerProvider}
 	}
-	if s.product, err = cachex.New(cfg.Cache, cachex.JSON[Product]{}, opts("product", def(cfg.ProductTTL, time.Minute), cfg.ReuseDecoded)); err != nil {
+	ttls := map[string]time.Duration{"product": def(cfg.ProductTTL, time.Minute), "category_stats": def(cfg.StatsTTL, 10*time.Second),
+		"top_products": def(cfg.TopTTL, 30*time.Second), "search": def(cfg.SearchTTL, 30*time.Second)}
+	s.hot = newHottestKeys(ttls, time.Now)
+	if s.product, err = cachex.New(cfg.Cache, cachex.JSON[Product]{}, opts("product", ttls["product"], cfg.ReuseDecoded)); err != nil {
 		return nil, err
 	}
-	if s.stats, err = cachex.New(cfg.Cache, cachex.JSON[CategoryStats]{}, opts("category_stats", def(cfg.StatsTTL, 10*time.Second), cfg.ReuseDecoded)); err != nil {
+	if s.stats, err = cachex.New(cfg.Cache, cachex.JSON[CategoryStats]{}, opts("category_stats", ttls["category_stats"], cfg.ReuseDecoded)); err != nil {
 		return nil, err
 	}
-	if s.top, err = cachex.New(cfg.Cache, cachex.JSON[[]TopProduct]{}, opts("top_products", def(cfg.TopTTL, 30*time.Second), 0)); err != nil {
+	if s.top, err = cachex.New(cfg.Cache, cachex.JSON[[]TopProduct]{}, opts("top_products", ttls["top_products"], 0)); err != nil {
 		return nil, err
 	}
-	if s.search, err = cachex.New(cfg.Cache, cachex.JSON[[]SearchHit]{}, opts("search", def(cfg.SearchTTL, 30*time.Second), 0)); err != nil {
+	if s.search, err = cachex.New(cfg.Cache, cachex.JSON[[]SearchHit]{}, opts("search", ttls["search"], 0)); err != nil {
 		return nil, err
 	}
 	s.reservations = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -161,7 +167,7 @@ func NewService(cfg Config) (*Service, error) {
 		s.reconciled.WithLabelValues(a)
 	}
 	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{s.reservations, s.mode.gauge, s.expired, s.reconciled} {
+		for _, c := range []prometheus.Collector{s.reservations, s.mode.gauge, s.expired, s.reconciled, s.hot} {
 			if err := cfg.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("catalog: register metrics: %w", err)
 			}
@@ -196,7 +202,9 @@ func cacheNotFound(err error) error {
 
 // Product returns one product, through the product cache.
 func (s *Service) Product(ctx context.Context, id int64) (Product, error) {
-	p, err := s.product.Get(ctx, strconv.FormatInt(id, 10), func(ctx context.Context) (Product, error) {
+	key := strconv.FormatInt(id, 10)
+	p, err := s.product.Get(ctx, key, func(ctx context.Context) (Product, error) {
+		s.hot.record("product", key)
 		p, err := s.store.Product(ctx, id)
 		return p, notFound(err)
 	})
@@ -214,6 +222,7 @@ func (s *Service) Products(ctx context.Context, ids []int64) ([]Product, error) 
 	got, err := s.product.GetMany(ctx, keys, func(ctx context.Context, missing []string) (map[string]Product, error) {
 		want := make([]int64, len(missing))
 		for i, k := range missing {
+			s.hot.record("product", k)
 			want[i], _ = strconv.ParseInt(k, 10, 64)
 		}
 		found, err := s.store.Products(ctx, want)
@@ -243,7 +252,9 @@ func (s *Service) Products(ctx context.Context, ids []int64) ([]Product, error) 
 // CategoryStats returns a category's statistics (the expensive aggregate),
 // through the category_stats cache.
 func (s *Service) CategoryStats(ctx context.Context, id int64) (CategoryStats, error) {
-	st, err := s.stats.Get(ctx, strconv.FormatInt(id, 10), func(ctx context.Context) (CategoryStats, error) {
+	key := strconv.FormatInt(id, 10)
+	st, err := s.stats.Get(ctx, key, func(ctx context.Context) (CategoryStats, error) {
+		s.hot.record("category_stats", key)
 		st, err := s.store.CategoryStats(ctx, id)
 		return st, notFound(err)
 	})
@@ -257,7 +268,9 @@ const MaxTop = 50
 // TopProducts returns a category's limit (1..MaxTop) best-rated products,
 // through the top_products cache.
 func (s *Service) TopProducts(ctx context.Context, id int64, limit int) ([]TopProduct, error) {
-	top, err := s.top.Get(ctx, strconv.FormatInt(id, 10), func(ctx context.Context) ([]TopProduct, error) {
+	key := strconv.FormatInt(id, 10)
+	top, err := s.top.Get(ctx, key, func(ctx context.Context) ([]TopProduct, error) {
+		s.hot.record("top_products", key)
 		top, err := s.store.TopProducts(ctx, id, MaxTop)
 		return top, notFound(err)
 	})
@@ -271,7 +284,9 @@ func NormalizeQuery(q string) string { return strings.Join(strings.Fields(string
 // Search runs a ranked full-text search, cached per normalised query.
 func (s *Service) Search(ctx context.Context, q string, limit int) ([]SearchHit, error) {
 	q = NormalizeQuery(q)
-	return s.search.Get(ctx, strconv.Itoa(limit)+":"+q, func(ctx context.Context) ([]SearchHit, error) {
+	key := strconv.Itoa(limit) + ":" + q
+	return s.search.Get(ctx, key, func(ctx context.Context) ([]SearchHit, error) {
+		s.hot.record("search", key)
 		return s.store.Search(ctx, q, limit)
 	})
 }

@@ -191,8 +191,8 @@ func detailTags() []string {
 // API answer ({"data": [{"traceID", "spans": [...]}]}): each span's id, its
 // parent (its CHILD_OF reference, else its first reference, within the
 // trace), operation name, start and duration in microseconds, and whether
-// it recorded an error (tag error=true or otel.status_code=ERROR), and its
-// detail: the values of the tags in detailTags it has. Ids are
+// it recorded an error (tag error=true or otel.status_code=ERROR) with its
+// message (tag otel.status_description), and its detail: the values of the tags in detailTags it has. Ids are
 // compared and returned as Jaeger spells them with the leading zeros it
 // drops put back (32 hex digits for a trace, 16 for a span). The error
 // wraps ErrTraceNotFound when the answer holds no span of the trace.
@@ -235,6 +235,9 @@ func DecodeJaegerTrace(body []byte, traceID string) ([]report.TraceSpan, error) 
 			for _, tag := range s.Tags {
 				if (tag.Key == "error" && tag.Value == true) || (tag.Key == "otel.status_code" && tag.Value == "ERROR") {
 					ts.Error = true
+				}
+				if tag.Key == "otel.status_description" {
+					ts.ErrorMessage = fmt.Sprint(tag.Value)
 				}
 			}
 			out = append(out, ts)

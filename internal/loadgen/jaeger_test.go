@@ -42,7 +42,7 @@ func TestDecodeJaegerTrace(t *testing.T) {
 		"5b8e2c7d1a9f3e04": {SpanID: "5b8e2c7d1a9f3e04", ParentID: "7c4d9e2f0a1b3c58", Name: "cachex.get", StartUs: 1767225600000100, DurationUs: 60800, Detail: "miss"},
 		"3a1f5c0e9b2d4f60": {SpanID: "3a1f5c0e9b2d4f60", ParentID: "5b8e2c7d1a9f3e04", Name: "redis.get", StartUs: 1767225600000150, DurationUs: 420},
 		"9d0e1f2a3b4c5d6e": {SpanID: "9d0e1f2a3b4c5d6e", ParentID: "5b8e2c7d1a9f3e04", Name: "SELECT category_stats", StartUs: 1767225600000700, DurationUs: 59000, Error: true},
-		"0e1f2a3b4c5d6e7f": {SpanID: "0e1f2a3b4c5d6e7f", ParentID: "5b8e2c7d1a9f3e04", Name: "redis.set", StartUs: 1767225600059800, DurationUs: 900, Error: true},
+		"0e1f2a3b4c5d6e7f": {SpanID: "0e1f2a3b4c5d6e7f", ParentID: "5b8e2c7d1a9f3e04", Name: "redis.set", StartUs: 1767225600059800, DurationUs: 900, Error: true, ErrorMessage: "context deadline exceeded"},
 	}
 	if len(spans) != len(want) {
 		t.Fatalf("decoded %d spans, want %d: %+v", len(spans), len(want), spans)

@@ -18,12 +18,15 @@ type Point struct {
 	// Client side: requests finished in the interval, by outcome (the
 	// Outcome's Class, or its Code), and their latency from the scheduled
 	// start (0 when none finished: see Requests).
-	Requests int64            `json:"requests"`
-	Errors   int64            `json:"errors"`
-	Codes    map[string]int64 `json:"codes,omitempty"`
-	P50Ms    float64          `json:"p50_ms"`
-	P99Ms    float64          `json:"p99_ms"`
-	MaxMs    float64          `json:"max_ms"`
+	Requests int64 `json:"requests"`
+	Errors   int64 `json:"errors"`
+	// Dropped counts the arrivals dropped in the interval (-max-in-flight
+	// reached): scheduled, never sent.
+	Dropped int64            `json:"dropped,omitempty"`
+	Codes   map[string]int64 `json:"codes,omitempty"`
+	P50Ms   float64          `json:"p50_ms"`
+	P99Ms   float64          `json:"p99_ms"`
+	MaxMs   float64          `json:"max_ms"`
 	// Server side, summed over the targets: the increase of the watched
 	// caches' recomputes and gets and of the database queries in the
 	// interval. A target's counter reset counts from 0; a target that could
@@ -68,6 +71,7 @@ type Timeline struct {
 	lastWin   *Histogram // the last closed point's, to merge a sliver into it
 	reqs      int64
 	errs      int64
+	drops     int64
 	codes     map[string]int64
 	points    []Point
 	bySegment map[string]*Histogram // every latency, per segment
@@ -121,13 +125,15 @@ func (tl *Timeline) SetSegment(s string) {
 	}
 }
 
-// Record adds a finished (not dropped) result to the current interval.
+// Record adds a result to the current interval: a dropped arrival to its
+// drops, a finished request to its requests and latency.
 func (tl *Timeline) Record(res Result) {
-	if res.Dropped {
-		return
-	}
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
+	if res.Dropped {
+		tl.drops++
+		return
+	}
 	tl.reqs++
 	if res.Err != nil {
 		tl.errs++
@@ -277,6 +283,7 @@ func (tl *Timeline) closeAt(now float64, mayMerge bool, res []ScrapeResult) {
 		tl.win = tl.lastWin
 		p.Requests += tl.reqs
 		p.Errors += tl.errs
+		p.Dropped += tl.drops
 		for k, v := range tl.codes {
 			if p.Codes == nil {
 				p.Codes = map[string]int64{}
@@ -284,7 +291,7 @@ func (tl *Timeline) closeAt(now float64, mayMerge bool, res []ScrapeResult) {
 			p.Codes[k] += v
 		}
 	} else {
-		tl.points = append(tl.points, Point{Segment: tl.segment, Requests: tl.reqs, Errors: tl.errs, Codes: tl.codes})
+		tl.points = append(tl.points, Point{Segment: tl.segment, Requests: tl.reqs, Errors: tl.errs, Dropped: tl.drops, Codes: tl.codes})
 		p = &tl.points[len(tl.points)-1]
 	}
 	p.T = now
@@ -298,7 +305,7 @@ func (tl *Timeline) closeAt(now float64, mayMerge bool, res []ScrapeResult) {
 		}
 	}
 	tl.lastWin, tl.win = tl.win, NewHistogram()
-	tl.reqs, tl.errs, tl.codes = 0, 0, map[string]int64{}
+	tl.reqs, tl.errs, tl.drops, tl.codes = 0, 0, 0, map[string]int64{}
 	tl.mu.Unlock()
 	tl.observe(now, res)
 }

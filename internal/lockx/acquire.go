@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -43,8 +43,10 @@ type acquisition struct {
 	// busy[i] is open while a reply or a clean-up of an earlier attempt is
 	// outstanding on server i: no attempt goes there meanwhile, so a
 	// clean-up can never delete what a later attempt won. Nil until the
-	// first clean-up.
-	busy []chan struct{}
+	// first clean-up. freed receives (without blocking the sender) when one
+	// closes.
+	busy  []chan struct{}
+	freed chan struct{}
 	// handedBelow: hand-over messages with a token up to this one predate
 	// this holder's own release of the lock (HandOver), and are ignored.
 	handedBelow int64
@@ -86,57 +88,59 @@ func (l *Locker) acquire(ctx context.Context, resource string, once bool) (lk *L
 			defer wake.stop()
 			continue
 		}
-		jittered := pause/2 + rand.N(pause/2+1)
-		t := time.NewTimer(min(jittered, time.Until(a.deadline)))
-		select {
-		case <-ctx.Done():
-		case token := <-wake.c:
-			if token > a.handedBelow {
-				if lk := l.handedOver(ctx, a.key, a.holder, token, a.tried); lk != nil {
-					t.Stop()
-					return l.acquired(parent, start, lk), nil
-				}
-			}
-		case <-t.C:
+		if lk := a.pause(ctx, wake, pause); lk != nil {
+			return l.acquired(parent, start, lk), nil
 		}
-		t.Stop()
 		pause = min(2*pause, l.opts.RetryMax)
 	}
 	a.leave()
+	return nil, l.failure(ctx, start, resource, once, err)
+}
+
+// pause waits a jittered pause before the next attempt, or until the
+// holder's release wakes the waiter. Under HandOver the release may hand
+// the lock to this waiter: pause then returns it.
+func (a *acquisition) pause(ctx context.Context, wake *registration, pause time.Duration) *Lock {
+	jittered := pause/2 + rand.N(pause/2+1)
+	t := time.NewTimer(min(jittered, time.Until(a.deadline)))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case token := <-wake.c:
+		if token > a.handedBelow {
+			return a.l.handedOver(ctx, a.key, a.holder, token, a.tried)
+		}
+	case <-t.C:
+	}
+	return nil
+}
+
+// failure counts an acquisition that ended without a lock and returns its
+// error: the caller's, ErrUnavailable, or ErrNotAcquired.
+func (l *Locker) failure(ctx context.Context, start time.Time, resource string, once bool, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		l.giveUp(ctx, start, l.m.failed)
-		return nil, ctx.Err()
+		return ctx.Err()
 	case errors.Is(err, ErrUnavailable):
 		l.giveUp(ctx, start, l.m.failed)
-		return nil, fmt.Errorf("%w (resource %s)", err, resource)
+		return fmt.Errorf("%w (resource %s)", err, resource)
 	case once:
 		l.giveUp(ctx, start, l.m.timeout)
-		return nil, fmt.Errorf("%w: %s at the one attempt", ErrNotAcquired, resource)
+		return fmt.Errorf("%w: %s at the one attempt", ErrNotAcquired, resource)
 	default:
 		l.giveUp(ctx, start, l.m.timeout)
-		return nil, fmt.Errorf("%w: %s within %v", ErrNotAcquired, resource, l.opts.Wait)
+		return fmt.Errorf("%w: %s within %v", ErrNotAcquired, resource, l.opts.Wait)
 	}
 }
 
 // ready waits until a quorum of servers have nothing outstanding from an
 // earlier attempt. It reports false if ctx or the wait budget ends first.
 func (a *acquisition) ready(ctx context.Context) bool {
-	for {
-		idle := a.idle()
-		if len(idle) >= a.l.quorum {
-			return ctx.Err() == nil
-		}
-		var first chan struct{}
-		for _, b := range a.busy {
-			if b != nil && !closed(b) {
-				first = b
-				break
-			}
-		}
+	for len(a.idle()) < a.l.quorum {
 		t := time.NewTimer(time.Until(a.deadline))
 		select {
-		case <-first:
+		case <-a.freed: // one is free: count again
 			t.Stop()
 		case <-ctx.Done():
 			t.Stop()
@@ -145,6 +149,7 @@ func (a *acquisition) ready(ctx context.Context) bool {
 			return false
 		}
 	}
+	return ctx.Err() == nil
 }
 
 // idle returns the servers that have nothing outstanding.
@@ -182,7 +187,7 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 	a.tried = time.Now()
 	deadline := a.tried.Add(l.opts.Timeout)
 	ttl, queue := l.opts.TTL.Milliseconds(), time.Until(a.deadline)
-	got, rest := l.round(ctx, idle, deadline, func(ctx context.Context, n node) (int64, error) {
+	got, rest := l.round(ctx, idle, deadline, true, func(ctx context.Context, n node) (int64, error) {
 		if l.opts.HandOver && queue > 0 {
 			return n.run(ctx, l.scripts.queuedAcquire, queueKeys(a.key), a.holder, ttl, max(queue.Milliseconds(), 1), fenceExpiry(l.opts.TTL))
 		}
@@ -196,8 +201,9 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 		token, fenced := l.fence(ctx, a.key, got, deadline)
 		validUntil := a.tried.Add(l.opts.TTL - drift(l.opts.TTL))
 		if fenced && time.Until(validUntil) > l.opts.SafetyMargin {
-			rest.then(l, nil) // late wins are part of the lock: Release deletes them
-			return &Lock{l: l, key: a.key, holder: a.holder, token: token, validUntil: validUntil, nodes: idle}, nil
+			lk := &Lock{l: l, key: a.key, holder: a.holder, token: token, validUntil: validUntil, nodes: idle}
+			lk.late = awaited(l, pending(idle, got), rest) // late wins are part of the lock: Release deletes them
+			return lk, nil
 		}
 	}
 	a.cleanUp(ctx, idle, got, rest)
@@ -208,72 +214,78 @@ func (a *acquisition) attempt(ctx context.Context) (*Lock, error) {
 }
 
 // cleanUp deletes the lock of a failed attempt wherever it may have been
-// set: on the servers that granted it or failed to answer, now (in the
-// background once the wait budget is spent), and on those still to answer,
-// when they do. Until then those servers are busy. idle are the servers the
-// attempt went to.
+// set. On the servers that granted it, it does so now (in the background
+// once the wait budget is spent); on those that failed, in the background,
+// so that a server that did not answer is not waited for (with one server
+// there is nothing else to try, and a hand-over must know what the clean-up
+// found: it is cleaned up now); on those still to answer, when they do.
+// Until then those servers are busy. idle are the servers the attempt went
+// to.
 func (a *acquisition) cleanUp(ctx context.Context, idle []int, got []reply, rest late) {
 	l := a.l
 	if a.busy == nil {
 		a.busy = make([]chan struct{}, len(l.nodes))
+		a.freed = make(chan struct{}, 1)
 	}
-	mayHold := func(r reply) bool { return r.val > 0 || r.err != nil }
-	var now []int
+	var now, later []int
 	for _, r := range got {
-		if mayHold(r) {
+		switch {
+		case r.err == nil && r.val > 0, r.err != nil && len(l.nodes) == 1:
 			now = append(now, r.node)
+		case r.err != nil:
+			later = append(later, r.node)
 		}
 	}
-	if len(now) > 0 && time.Now().Before(a.deadline) {
-		released, _ := l.round(context.WithoutCancel(ctx), now, time.Now().Add(l.opts.Timeout), l.releaseCall(a.key, a.holder),
-			func([]reply, int) bool { return false })
-		for _, r := range released {
-			if r.err != nil {
-				// Unknown whether a lock handed to us was passed on: trust
-				// no hand-over message from now on (attempts still see it).
-				a.handedBelow = math.MaxInt64
-			} else {
-				a.handedBelow = max(a.handedBelow, r.val)
-			}
-		}
-	} else {
-		for _, i := range now {
-			done := make(chan struct{})
-			a.busy[i] = done
-			l.background(func() {
-				defer close(done)
-				_, _ = l.releaseOn(ctx, a.key, a.holder, i)
-			})
-		}
+	if !time.Now().Before(a.deadline) {
+		now, later = nil, append(later, now...)
+	}
+	if len(now) > 0 {
+		a.releaseNow(ctx, now)
+	}
+	for _, i := range later {
+		free := a.occupy(i)
+		l.background(func() {
+			defer free()
+			_, _ = l.releaseOn(ctx, a.key, a.holder, i)
+		})
 	}
 	if rest.n == 0 {
 		return
 	}
-	done := map[int]chan struct{}{}
-	for _, i := range idle {
-		done[i] = make(chan struct{})
-	}
-	for _, r := range got {
-		delete(done, r.node)
-	}
-	for i, c := range done {
-		a.busy[i] = c
+	frees := map[int]func(){}
+	for _, i := range pending(idle, got) {
+		frees[i] = a.occupy(i)
 	}
 	rest.then(l, func(r reply) {
-		if mayHold(r) {
+		if r.val > 0 || r.err != nil { // it may hold the lock
 			_, _ = l.releaseOn(ctx, a.key, a.holder, r.node)
 		}
-		close(done[r.node])
+		frees[r.node]()
 	})
 }
 
-// leave takes a waiter that gives up off the HandOver queue, passing the
-// lock on if it was handed to it meanwhile. It runs in the background: the
-// waiter is not kept waiting for it.
-func (a *acquisition) leave() {
-	if a.l.opts.HandOver {
-		a.l.background(func() { _, _ = a.l.releaseOn(context.Background(), a.key, a.holder, 0) })
+// occupy marks server i busy until the returned func is called.
+func (a *acquisition) occupy(i int) (free func()) {
+	done := make(chan struct{})
+	a.busy[i] = done
+	return func() {
+		close(done)
+		select {
+		case a.freed <- struct{}{}:
+		default:
+		}
 	}
+}
+
+// pending returns the servers of idx that have no reply in got.
+func pending(idx []int, got []reply) []int {
+	var out []int
+	for _, i := range idx {
+		if !slices.ContainsFunc(got, func(r reply) bool { return r.node == i }) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // acquired counts a successful Acquire and starts the lock's timers.
@@ -287,30 +299,6 @@ func (l *Locker) acquired(ctx context.Context, start time.Time, lk *Lock) *Lock 
 func (l *Locker) giveUp(ctx context.Context, start time.Time, result interface{ Inc() }) {
 	result.Inc()
 	observe(ctx, l.m.wait, time.Since(start).Seconds())
-}
-
-// handedOver returns the lock a release handed to holder (HandOver), or nil
-// if it cannot be proven held. The message is the server's word that the
-// lock was set to holder; messages from before the holder's own release of
-// it were filtered out by the caller. The hand-over set the lock's TTL
-// after the waiter's last failed attempt was sent (tried), so validity
-// counts from then; when that leaves too little for the watchdog's first
-// extension, the lock is extended once before it is returned.
-func (l *Locker) handedOver(ctx context.Context, key, holder string, token int64, tried time.Time) *Lock {
-	valid := func(from time.Time) time.Time { return from.Add(l.opts.TTL - drift(l.opts.TTL)) }
-	lk := &Lock{l: l, key: key, holder: holder, token: token, validUntil: valid(tried), nodes: l.all}
-	if time.Until(lk.validUntil)-l.opts.SafetyMargin > l.opts.TTL/3+l.opts.Timeout {
-		return lk
-	}
-	sent := time.Now()
-	ok, err := l.call(ctx, 0, func(ctx context.Context, n node) (int64, error) {
-		return n.run(ctx, l.scripts.extend, []string{key}, holder, l.opts.TTL.Milliseconds())
-	})
-	if err != nil || ok != 1 {
-		return nil // gone, or unknown: the caller's next attempt (or leave) settles it
-	}
-	lk.validUntil = valid(sent)
-	return lk
 }
 
 // count returns how many replies won (a token) and how many failed.
@@ -356,7 +344,7 @@ func (l *Locker) fence(ctx context.Context, key string, got []reply, deadline ti
 	if len(lower) == 0 {
 		return token, false
 	}
-	raised, rest := l.round(ctx, lower, deadline, func(ctx context.Context, n node) (int64, error) {
+	raised, rest := l.round(ctx, lower, deadline, false, func(ctx context.Context, n node) (int64, error) {
 		return n.run(ctx, l.scripts.raise, []string{fenceKey(key)}, token, fenceExpiry(l.opts.TTL))
 	}, func(got []reply, pending int) bool {
 		ok := atLeast + raisedTo(got, token)

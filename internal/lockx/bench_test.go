@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // The benchmarks put a lockx lock side by side with the plainest correct
@@ -56,7 +56,7 @@ const (
 
 // benchClients returns one client per node, honouring context deadlines
 // (lockx requires it) with read and write timeouts equal to lockx's Timeout.
-func benchClients(tb testing.TB, nodes ...*testenv.RedisNode) []redis.UniversalClient {
+func benchClients(tb testing.TB, nodes ...*redistest.Node) []redis.UniversalClient {
 	tb.Helper()
 	out := make([]redis.UniversalClient, len(nodes))
 	for i, n := range nodes {
@@ -209,7 +209,7 @@ func runLockParallel(b *testing.B, keys benchKeys, body lockBody) {
 // with its fencing token, watchdog and metrics. Goal: lockx within 1.05x of
 // raw.
 func BenchmarkAcquireRelease(b *testing.B) {
-	rdb := benchClients(b, testenv.Redis(b))[0]
+	rdb := benchClients(b, redistest.Redis(b))[0]
 	runSides(b,
 		benchSide{"raw", rawLock(rdb), newBenchKeys("bench:raw:")},
 		benchSide{"lockx", lockxLock(benchLocker(b, []redis.UniversalClient{rdb})), newBenchKeys("")},
@@ -223,7 +223,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // after each one-node acquire would pay a round of raising them. Goal: three
 // nodes within 2.5x of one.
 func BenchmarkRedlock(b *testing.B) {
-	rdbs := benchClients(b, testenv.RedisNodes(b, 3)...)
+	rdbs := benchClients(b, redistest.RedisNodes(b, 3)...)
 	runSides(b,
 		benchSide{"1node", lockxLock(benchLocker(b, rdbs[:1])), newBenchKeys("1:")},
 		benchSide{"3nodes", lockxLock(benchLocker(b, rdbs)), newBenchKeys("3:")},
@@ -251,7 +251,7 @@ func lockxTake(l *Locker) handoffTake {
 // Release to the next Acquire's return in µs and in round trips; goal:
 // lockx's median within 2. The metrics: docs/benchmarks.md#locks.
 func BenchmarkHandoff(b *testing.B) {
-	rdb := benchClients(b, testenv.Redis(b))[0]
+	rdb := benchClients(b, redistest.Redis(b))[0]
 	polling, lockx := make([]handoffTake, handoffContenders), make([]handoffTake, handoffContenders)
 	handover := make([]handoffTake, handoffContenders)
 	for i := range handoffContenders {

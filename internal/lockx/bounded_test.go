@@ -10,52 +10,78 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
-// generous are client options that, without a deadline, let one call take
-// seconds: long dial timeout, many dial attempts and retries, a long pool
-// wait.
-func generous(addr string) *redis.Options {
-	return &redis.Options{
+// unbounded is the least time a call to a server that drops, refuses or
+// does not answer takes with generous options when its deadline does not
+// cut it off: a dial timeout, a pause between dial attempts, a read timeout.
+const unbounded = 5 * time.Second
+
+// generousClient returns a client of addr whose own options, without a
+// deadline, let one call take at least unbounded: long dial, read and write
+// timeouts, many dial attempts and retries with long pauses between them, a
+// long pool wait. It is closed in the background when the test ends: an
+// AutoPipeliner's Close waits for the batches still trying to reach the
+// server, which only those options end, and that is not what is tested.
+func generousClient(t *testing.T, addr string) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{
 		Addr:                  addr,
 		ContextTimeoutEnabled: true,
-		DialTimeout:           5 * time.Second,
+		DialTimeout:           unbounded,
+		ReadTimeout:           unbounded,
+		WriteTimeout:          unbounded,
 		DialerRetries:         10,
+		DialerRetryTimeout:    unbounded,
 		MaxRetries:            5,
+		MinRetryBackoff:       unbounded,
+		MaxRetryBackoff:       unbounded,
 		PoolSize:              1,
-		PoolTimeout:           5 * time.Second,
+		PoolTimeout:           unbounded,
+	})
+	t.Cleanup(func() { go rdb.Close() })
+	return rdb
+}
+
+// returnsBefore fails the test unless f returns before limit has passed.
+func returnsBefore(t *testing.T, what string, limit time.Duration, f func()) {
+	t.Helper()
+	start := time.Now()
+	f()
+	if took := time.Since(start); took >= limit {
+		t.Fatalf("%s took %v: a call was not cut off at its deadline (the client's own limits take %v or more)", what, took, limit)
 	}
 }
 
 // Every server call is bounded by Timeout, whatever the client's own
 // timeouts and retries: against a server that drops connection attempts,
-// one that refuses them, and one that is paused.
+// one that refuses them, and one that is paused, TryAcquire and Acquire end
+// at lockx's deadlines (Timeout 100ms), long before the client's own limits
+// (unbounded, 5s) could end them.
 func TestEveryCallIsBoundedByTimeout(t *testing.T) {
 	ctx := context.Background()
-	const timeout, slack = 50 * time.Millisecond, 100 * time.Millisecond
-	paused := testenv.RedisNodes(t, 1)[0]
+	const timeout, wait = 100 * time.Millisecond, 200 * time.Millisecond
+	paused := redistest.RedisNodes(t, 1)[0]
 	for name, addr := range map[string]string{
 		"dropping": droppingAddr(t),
 		"refusing": refusingAddr(t),
 		"paused":   paused.Addr(),
 	} {
 		t.Run(name, func(t *testing.T) {
-			rdb := redis.NewClient(generous(addr))
-			t.Cleanup(func() { _ = rdb.Close() })
+			rdb := generousClient(t, addr)
 			if name == "paused" {
 				paused.Pause()
 				defer paused.Resume()
 			}
-			l, _ := newLocker(t, []redis.UniversalClient{rdb}, Options{Name: "bounded", TTL: time.Second, Timeout: timeout, Wait: 200 * time.Millisecond})
+			l, _ := newLocker(t, []redis.UniversalClient{rdb}, Options{Name: "bounded", TTL: time.Second, Timeout: timeout, Wait: wait})
 			for range 3 {
-				within(t, "TryAcquire", timeout+slack, func() {
+				returnsBefore(t, "TryAcquire", unbounded, func() {
 					if _, err := l.TryAcquire(ctx, "r"); !errors.Is(err, ErrUnavailable) {
 						t.Fatalf("TryAcquire: %v, want ErrUnavailable", err)
 					}
 				})
 			}
-			within(t, "Acquire", 200*time.Millisecond+timeout+slack, func() {
+			returnsBefore(t, "Acquire", wait+unbounded, func() {
 				if _, err := l.Acquire(ctx, "r"); !errors.Is(err, ErrUnavailable) {
 					t.Fatalf("Acquire: %v, want ErrUnavailable", err)
 				}
@@ -64,31 +90,42 @@ func TestEveryCallIsBoundedByTimeout(t *testing.T) {
 	}
 }
 
-// A Redlock quorum with one server unreachable (attempts dropped) acquires,
-// extends and releases on the other two.
+// A Redlock quorum with one server unreachable (attempts dropped) acquires
+// and releases on the other two before any call to it has run out of time,
+// and its watchdog keeps the lock.
 func TestRedlockWithAnUnreachableServer(t *testing.T) {
 	ctx := context.Background()
-	live := testenv.RedisNodes(t, 2)
-	const timeout = 100 * time.Millisecond
-	nodes := []redis.UniversalClient{redis.NewClient(generous(droppingAddr(t)))}
-	nodes = append(nodes, clients(t, live...)...)
-	l, _ := newLocker(t, nodes, Options{Name: "bounded", TTL: 600 * time.Millisecond, Timeout: timeout})
+	live := redistest.RedisNodes(t, 2)
+	var silent silentLog
+	dropping := generousClient(t, droppingAddr(t))
+	dropping.AddHook(scriptHook(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		defer silent.ended.Add(1)
+		return next(ctx, cmd)
+	}))
+	nodes := append([]redis.UniversalClient{dropping}, clients(t, live...)...)
+	// Its calls cannot be answered, only run out of time, and the Locker's
+	// Close waits for them: a Timeout shorter than silentTimeout keeps that
+	// short, and still far more than the acquisitions need.
+	const timeout = 2 * time.Second
+	l, _ := newLocker(t, nodes, Options{Name: "bounded", TTL: 4 * timeout, Timeout: timeout})
 	for i := range 10 {
-		within(t, "acquire and release", timeout, func() {
-			lk, err := l.Acquire(ctx, "r")
-			if err != nil {
-				t.Fatalf("acquisition %d: %v", i, err)
-			}
-			if err := lk.Release(); err != nil {
-				t.Fatalf("release %d: %v", i, err)
-			}
-		})
+		lk, err := l.Acquire(ctx, "r")
+		if err != nil {
+			t.Fatalf("acquisition %d: %v", i, err)
+		}
+		if err := lk.Release(); err != nil {
+			t.Fatalf("release %d: %v", i, err)
+		}
 	}
+	if n := silent.ended.Load(); n != 0 {
+		t.Fatalf("%d calls to the unreachable server had run out of time after 10 acquisitions: one waited for it", n)
+	}
+	l, _ = newLocker(t, nodes, Options{Name: "bounded", TTL: quickTTL, Timeout: quickTimeout})
 	lk, err := l.Acquire(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "four extensions (more than a TTL)", 5*time.Second, func() bool { return testutil.ToFloat64(l.m.extOK) >= 4 })
+	waitFor(t, "four extensions (more than a TTL)", time.Minute, func() bool { return testutil.ToFloat64(l.m.extOK) >= 4 })
 	if lk.Context().Err() != nil {
 		t.Fatalf("lost with two of three servers live: %v", context.Cause(lk.Context()))
 	}
@@ -98,7 +135,7 @@ func TestRedlockWithAnUnreachableServer(t *testing.T) {
 // New refuses a client that ignores context deadlines: a paused server
 // could hold its calls for the client's ReadTimeout and retries.
 func TestNewRefusesAClientThatIgnoresDeadlines(t *testing.T) {
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	opt := node.Options()
 	opt.ContextTimeoutEnabled = false
 	opt.ReadTimeout, opt.WriteTimeout = 10*time.Millisecond, 10*time.Millisecond // within Timeout: still refused

@@ -19,10 +19,11 @@
 //     makes a lost lock harmless.
 //
 // Every call to a server is bounded by Options.Timeout, and calls to several
-// servers decide as soon as a quorum has answered, so a paused or
-// unreachable minority costs nothing; Acquire returns at most Timeout after
-// Options.Wait. Waiters retry with jittered backoff and wake at once when the
-// holder releases (Pub/Sub); with Options.HandOver (one server) they queue
+// servers decide on a quorum's replies, so no call waits for a paused or
+// unreachable minority (under contention it costs its vote: more attempts,
+// not failures); Acquire returns at most Timeout after Options.Wait. Waiters
+// retry with jittered backoff and wake at once when the holder releases
+// (Pub/Sub, on every server); with Options.HandOver (one server) they queue
 // instead, and Release hands the lock to the first of them. Errors tell
 // "held by another" (ErrNotAcquired), "too few servers answered"
 // (ErrUnavailable) and "lost" (ErrLost) apart; a caller's cancelled context
@@ -36,7 +37,15 @@
 // With Options.TracerProvider, acquisitions are lockx.acquire spans and a
 // lost lock is a lockx.lost event on the holder's span.
 //
-// The package depends only on the standard library, go-redis, client_golang
-// and the OpenTelemetry trace API (no SDK); pgfence adds pgx. Copy the directory into your service and
-// change the package path.
+// The package depends only on the standard library, go-redis v9.22.0 or
+// later (its AutoPipeliner), client_golang and the OpenTelemetry trace API
+// (no SDK); pgfence adds pgx v5. To copy it into a service, take this
+// directory (with pgfence) and internal/redistest (its tests' private
+// redis-server processes), change the import paths and create each client
+// with ContextTimeoutEnabled; docs/lockx.md ("Copy it"), in the project the
+// package comes from, has
+// the rest.
+//
+// Comments cite sections of that project's documentation as
+// docs/lockx.md, "Section"; keep those pages with a copy.
 package lockx

@@ -11,20 +11,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-lab/stampede/internal/lockx"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
-// exampleRedis connects to the Redis named by REDIS_URL, or the local
-// default, with the context deadlines lockx needs.
+// exampleRedis connects to the private server the tests start for the
+// Examples; in a service, the client of your Redis, with
+// ContextTimeoutEnabled (New refuses a client without).
 func exampleRedis() *redis.Client {
-	opt := &redis.Options{Addr: "127.0.0.1:6379"}
-	if u := os.Getenv("REDIS_URL"); u != "" {
-		var err error
-		if opt, err = redis.ParseURL(u); err != nil {
-			log.Fatal(err)
-		}
-	}
-	opt.ContextTimeoutEnabled = true
-	return redis.NewClient(opt)
+	return redis.NewClient(&redis.Options{Addr: os.Getenv(redistest.ExampleAddrEnv), ContextTimeoutEnabled: true})
 }
 
 func Example() {

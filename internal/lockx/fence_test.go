@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // takeTokens acquires and releases resource n times and returns the last
@@ -33,8 +33,8 @@ func takeTokens(t *testing.T, l *Locker, resource string, n int, after int64) in
 // A restart that brings back an older counter (an RDB snapshot taken
 // before the last acquisitions) must not re-issue tokens.
 func TestTokensIncreaseAfterARestartFromASnapshot(t *testing.T) {
-	node := testenv.RedisNodes(t, 1)[0]
-	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: time.Second})
+	node := redistest.RedisNodes(t, 1)[0]
+	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: 10 * time.Second})
 	last := takeTokens(t, l, "r", 3, 0)
 	node.Snapshot()
 	last = takeTokens(t, l, "r", 5, last) // lost with the crash below
@@ -46,8 +46,8 @@ func TestTokensIncreaseAfterARestartFromASnapshot(t *testing.T) {
 // issues larger tokens: the counters the raise wrote are gone, and only the
 // servers' clocks remember.
 func TestRedlockTokensIncreaseWithAMajorityRestoredFromSnapshots(t *testing.T) {
-	nodes := testenv.RedisNodes(t, 3)
-	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "fence", TTL: time.Second, Wait: 2 * time.Second})
+	nodes := redistest.RedisNodes(t, 3)
+	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "fence", TTL: 10 * time.Second, Wait: 10 * time.Second})
 	last := takeTokens(t, l, "r", 3, 0)
 	for round := range 3 {
 		for _, n := range nodes {
@@ -65,9 +65,9 @@ func TestRedlockTokensIncreaseWithAMajorityRestoredFromSnapshots(t *testing.T) {
 // missing counter restarts from the clock, above every token before it.
 func TestFenceCounterExpiresAndRestartsAboveTheLastToken(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.RedisNodes(t, 1)[0]
+	node := redistest.RedisNodes(t, 1)[0]
 	rdb := node.Client()
-	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: time.Second})
+	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: 10 * time.Second})
 	last := takeTokens(t, l, "r", 3, 0)
 	key := fenceKey(l.lockKey("r"))
 	pttl := rdb.PTTL(ctx, key).Val()
@@ -84,9 +84,9 @@ func TestFenceCounterExpiresAndRestartsAboveTheLastToken(t *testing.T) {
 // runs ahead of the clock and the clock catches up.
 func TestTokensIncreaseFasterThanTheClock(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.RedisNodes(t, 1)[0]
+	node := redistest.RedisNodes(t, 1)[0]
 	rdb := node.Client()
-	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: time.Second})
+	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: 10 * time.Second})
 	key := fenceKey(l.lockKey("r"))
 	// A counter far ahead of the clock, as a raise from a server whose clock
 	// is ahead leaves it.

@@ -4,18 +4,19 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
-// handOverLocker is a HandOver Locker on node with a 2s TTL.
-func handOverLocker(t *testing.T, node *testenv.RedisNode, wait time.Duration) *Locker {
-	l, _ := newLocker(t, clients(t, node), Options{Name: "ho", TTL: 2 * time.Second, Wait: wait, HandOver: true})
+// handOverLocker is a HandOver Locker on node with a 10s TTL.
+func handOverLocker(t *testing.T, node *redistest.Node, wait time.Duration) *Locker {
+	l, _ := newLocker(t, clients(t, node), Options{Name: "ho", TTL: 10 * time.Second, Wait: wait, HandOver: true})
 	return l
 }
 
@@ -69,8 +70,8 @@ func get(t *testing.T, ch <-chan acquired) *Lock {
 			t.Fatal(a.err)
 		}
 		return a.lk
-	case <-time.After(10 * time.Second):
-		t.Fatal("Acquire did not return")
+	case <-time.After(time.Minute):
+		t.Fatal("Acquire did not return within a minute")
 		return nil
 	}
 }
@@ -79,17 +80,17 @@ func get(t *testing.T, ch <-chan acquired) *Lock {
 // release script sets the lock to the next waiter's token.
 func TestHandOverGoesToWaitersInArrivalOrder(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	holder := handOverLocker(t, node, time.Second)
-	b, c := handOverLocker(t, node, 10*time.Second), handOverLocker(t, node, 10*time.Second)
+	b, c := handOverLocker(t, node, time.Minute), handOverLocker(t, node, time.Minute)
 	la, err := holder.Acquire(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
 	chB := acquireAsync(ctx, b, "r")
-	waitFor(t, "b to queue", 5*time.Second, func() bool { return len(queued(t, node.Client(), b, "r")) == 1 })
+	waitFor(t, "b to queue", time.Minute, func() bool { return len(queued(t, node.Client(), b, "r")) == 1 })
 	chC := acquireAsync(ctx, c, "r")
-	waitFor(t, "c to queue", 5*time.Second, func() bool { return len(queued(t, node.Client(), b, "r")) == 2 })
+	waitFor(t, "c to queue", time.Minute, func() bool { return len(queued(t, node.Client(), b, "r")) == 2 })
 	if err := la.Release(); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestHandOverGoesToWaitersInArrivalOrder(t *testing.T) {
 // the next release hands nothing to it and the lock is free.
 func TestHandOverForgetsAWaiterThatGaveUp(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	a := handOverLocker(t, node, time.Second)
 	la, err := a.Acquire(ctx, "r")
 	if err != nil {
@@ -141,7 +142,7 @@ func TestHandOverForgetsAWaiterThatGaveUp(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	ch := acquireAsync(cctx, handOverLocker(t, node, time.Minute), "r")
-	waitFor(t, "the second waiter to queue", 5*time.Second, func() bool { return len(queued(t, node.Client(), a, "r")) == 1 })
+	waitFor(t, "the second waiter to queue", time.Minute, func() bool { return len(queued(t, node.Client(), a, "r")) == 1 })
 	cancel()
 	if r := <-ch; !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("cancelled Acquire: %v, want context.Canceled", r.err)
@@ -162,7 +163,7 @@ func TestHandOverForgetsAWaiterThatGaveUp(t *testing.T) {
 // up passes it on when it leaves.
 func TestHandOverSkipsExpiredWaitersAndPassesOnWhenLeaving(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	rdb := node.Client()
 	a := handOverLocker(t, node, time.Second)
 	la, err := a.Acquire(ctx, "r")
@@ -172,7 +173,7 @@ func TestHandOverSkipsExpiredWaitersAndPassesOnWhenLeaving(t *testing.T) {
 	enqueue(t, rdb, a, "r", "dead", 1, 1)            // first in line, deadline long past
 	enqueue(t, rdb, a, "r", "leaving", 2, farFuture) // next: will give up just after the hand-over
 	ch := acquireAsync(ctx, handOverLocker(t, node, time.Minute), "r")
-	waitFor(t, "the live waiter to queue", 5*time.Second, func() bool { return len(queued(t, rdb, a, "r")) == 3 })
+	waitFor(t, "the live waiter to queue", time.Minute, func() bool { return len(queued(t, rdb, a, "r")) == 3 })
 
 	if err := la.Release(); err != nil {
 		t.Fatal(err)
@@ -200,7 +201,7 @@ func TestHandOverSkipsExpiredWaitersAndPassesOnWhenLeaving(t *testing.T) {
 // hand-over issued.
 func TestHandOverWithoutTheMessage(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	rdb := node.Client()
 	a := handOverLocker(t, node, time.Second)
 	la, err := a.Acquire(ctx, "r")
@@ -222,8 +223,8 @@ func TestHandOverWithoutTheMessage(t *testing.T) {
 	if fence, _ := rdb.Get(ctx, fenceKey(key)).Int64(); lk.Token() != fence || lk.Token() <= la.Token() {
 		t.Fatalf("token %d, want the hand-over's %d (above %d)", lk.Token(), fence, la.Token())
 	}
-	if pttl := rdb.PTTL(ctx, key).Val(); pttl <= time.Second {
-		t.Fatalf("PTTL %v after the attempt, want the TTL renewed (2s)", pttl)
+	if pttl := rdb.PTTL(ctx, key).Val(); pttl <= 5*time.Second {
+		t.Fatalf("PTTL %v after the attempt, want the TTL renewed (10s)", pttl)
 	}
 	if q := queued(t, rdb, a, "r"); len(q) != 0 {
 		t.Fatalf("queue %v, want empty", q)
@@ -235,16 +236,16 @@ func TestHandOverWithoutTheMessage(t *testing.T) {
 // takes it.
 func TestHandOverToACrashedWaiterCostsOneTTL(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	rdb := node.Client()
-	l, _ := newLocker(t, clients(t, node), Options{Name: "ho", TTL: 300 * time.Millisecond, Wait: 10 * time.Second, HandOver: true})
+	l, _ := newLocker(t, clients(t, node), Options{Name: "ho", TTL: quickTTL, Timeout: quickTimeout, Wait: time.Minute, HandOver: true})
 	la, err := l.Acquire(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
 	enqueue(t, rdb, l, "r", "crashed", 1, farFuture)
 	ch := acquireAsync(ctx, l, "r")
-	waitFor(t, "the live waiter to queue", 5*time.Second, func() bool { return len(queued(t, rdb, l, "r")) == 2 })
+	waitFor(t, "the live waiter to queue", time.Minute, func() bool { return len(queued(t, rdb, l, "r")) == 2 })
 	if err := la.Release(); err != nil {
 		t.Fatal(err)
 	}
@@ -259,22 +260,19 @@ func TestHandOverToACrashedWaiterCostsOneTTL(t *testing.T) {
 }
 
 func TestHandOverNeedsOneServer(t *testing.T) {
-	nodes := clients(t, testenv.Redis(t), testenv.Redis(t))
+	nodes := clients(t, redistest.Redis(t), redistest.Redis(t))
 	_, err := New(nodes, Options{Name: "ho", HandOver: true})
 	if err == nil || !strings.Contains(err.Error(), "single server") {
 		t.Fatalf("New with HandOver on 2 servers: %v, want an error", err)
 	}
 }
 
-// A waiter handed the lock long after its last attempt cannot count on the
-// TTL the hand-over set (it does not know when that was, only that it was
-// after the attempt): it extends the lock once before Acquire returns, so
-// the watchdog's first tick comes well within the proven validity.
-func TestHandOverExtendsWhenTheLastAttemptIsOld(t *testing.T) {
+// A waiter handed the lock gets it from the release's message, with no
+// attempt of its own (its pauses between attempts are a minute long).
+func TestHandOverNeedsNoAttemptOfTheWaiter(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
-	const ttl = 600 * time.Millisecond
-	opts := Options{Name: "ho", TTL: ttl, Wait: 10 * time.Second, HandOver: true, RetryMin: 5 * time.Second, RetryMax: 5 * time.Second}
+	node := redistest.Redis(t)
+	opts := Options{Name: "ho", TTL: 10 * time.Second, Wait: 2 * time.Minute, HandOver: true, RetryMin: time.Minute, RetryMax: time.Minute}
 	a, _ := newLocker(t, clients(t, node), opts)
 	b, _ := newLocker(t, clients(t, node), opts)
 	la, err := a.Acquire(ctx, "r")
@@ -282,28 +280,67 @@ func TestHandOverExtendsWhenTheLastAttemptIsOld(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch := acquireAsync(ctx, b, "r")
-	waitFor(t, "b to queue", 5*time.Second, func() bool { return len(queued(t, node.Client(), a, "r")) == 1 })
-	time.Sleep(ttl * 2 / 3) // b's last attempt is now older than the watchdog can cover
+	waitFor(t, "b to queue and listen", time.Minute, func() bool {
+		sub := channel(a.lockKey("r"))
+		return len(queued(t, node.Client(), a, "r")) == 1 && node.Client().PubSubNumSub(ctx, sub).Val()[sub] == 1
+	})
 	attempts := testutil.ToFloat64(b.m.attempts)
 	if err := la.Release(); err != nil {
 		t.Fatal(err)
 	}
 	lb := get(t, ch)
-	returned := time.Now()
 	if n := testutil.ToFloat64(b.m.attempts) - attempts; n != 0 {
-		t.Fatalf("b made %v attempts after the release; with 5s pauses it should have been handed the lock", n)
-	}
-	lb.mu.Lock()
-	left := lb.validUntil.Sub(returned)
-	lb.mu.Unlock()
-	if left < ttl/2 {
-		t.Fatalf("proven validity %v after Acquire returned, want more than %v (extended on the hand-over)", left, ttl/2)
-	}
-	time.Sleep(ttl / 2)
-	if err := lb.Context().Err(); err != nil {
-		t.Fatalf("lock lost %v after a hand-over: %v", ttl/2, context.Cause(lb.Context()))
+		t.Fatalf("b made %v attempts after the release; it should have been handed the lock", n)
 	}
 	_ = lb.Release()
+}
+
+// A waiter handed the lock long after its last attempt cannot count on the
+// TTL the hand-over set (it does not know when that was, only that it was
+// after the attempt): when the attempt is older than the watchdog can cover,
+// the lock is extended once before Acquire returns and its validity counts
+// from the extension; after a recent attempt it is not. The moment of the
+// last attempt is an argument of handedOver, so no time has to pass.
+func TestHandOverExtendsWhenTheLastAttemptIsOld(t *testing.T) {
+	ctx := context.Background()
+	node := redistest.Redis(t)
+	rdb := node.Client()
+	var (
+		l          *Locker
+		extensions atomic.Int64
+	)
+	c := hooked(t, node, func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if runs(cmd, l.scripts.extend) {
+			extensions.Add(1)
+		}
+		return next(ctx, cmd)
+	})
+	const ttl = 10 * time.Second
+	l, _ = newLocker(t, []redis.UniversalClient{c}, Options{Name: "ho", TTL: ttl, HandOver: true})
+	loadScripts(t, l, rdb)
+	key := l.lockKey("r")
+	for _, tc := range []struct {
+		name     string
+		age      time.Duration // of the waiter's last attempt
+		extended int64
+	}{{"recent attempt", 0, 0}, {"attempt 2/3 TTL old", ttl * 2 / 3, 1}} {
+		// The release set the lock to the waiter's token with a full TTL.
+		if err := rdb.Set(ctx, key, "waiter", ttl).Err(); err != nil {
+			t.Fatal(err)
+		}
+		before := extensions.Load()
+		now := time.Now()
+		lk := l.handedOver(ctx, key, "waiter", 42, now.Add(-tc.age))
+		if lk == nil {
+			t.Fatalf("%s: no lock from a hand-over", tc.name)
+		}
+		if n := extensions.Load() - before; n != tc.extended {
+			t.Fatalf("%s: %d extensions, want %d", tc.name, n, tc.extended)
+		}
+		if left, want := lk.validUntil.Sub(now), ttl-drift(ttl); left < want {
+			t.Fatalf("%s: proven validity %v, want at least TTL - drift (%v)", tc.name, left, want)
+		}
+	}
 }
 
 // pendingWakeups counts the messages waiting in the registrations on the
@@ -311,8 +348,12 @@ func TestHandOverExtendsWhenTheLastAttemptIsOld(t *testing.T) {
 func pendingWakeups(l *Locker, resource string) int {
 	l.waker.mu.Lock()
 	defer l.waker.mu.Unlock()
+	ls := l.waker.channels[channel(l.lockKey(resource))]
+	if ls == nil {
+		return 0
+	}
 	n := 0
-	for c := range l.waker.waiters[channel(l.lockKey(resource))] {
+	for c := range ls.waiters {
 		n += len(c)
 	}
 	return n
@@ -323,7 +364,7 @@ func pendingWakeups(l *Locker, resource string) int {
 // must not then make Acquire return a lock that nobody holds.
 func TestHandOverNeverReturnsALockNobodyHolds(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	rdb := node.Client()
 	holderLocker := handOverLocker(t, node, time.Second)
 	held, err := holderLocker.Acquire(ctx, "r")
@@ -344,16 +385,16 @@ func TestHandOverNeverReturnsALockNobodyHolds(t *testing.T) {
 		// message reaches it; then this attempt fails without reaching the
 		// server.
 		ch := channel(w.lockKey("r"))
-		waitFor(t, "the waiter's subscription", 5*time.Second, func() bool {
+		waitFor(t, "the waiter's subscription", time.Minute, func() bool {
 			return rdb.PubSubNumSub(ctx, ch).Val()[ch] == 1
 		})
 		if err := held.Release(); err != nil {
 			t.Error(err)
 		}
-		waitFor(t, "the hand-over message to arrive", 5*time.Second, func() bool { return pendingWakeups(w, "r") == 1 })
+		waitFor(t, "the hand-over message to arrive", time.Minute, func() bool { return pendingWakeups(w, "r") == 1 })
 		return errors.New("injected: this EVALSHA failed")
 	})
-	w, _ = newLocker(t, []redis.UniversalClient{client}, Options{Name: "ho", TTL: 2 * time.Second, Wait: 5 * time.Second,
+	w, _ = newLocker(t, []redis.UniversalClient{client}, Options{Name: "ho", TTL: 10 * time.Second, Wait: time.Minute,
 		RetryMin: 200 * time.Millisecond, RetryMax: 200 * time.Millisecond, HandOver: true})
 	loadScripts(t, w, rdb)
 	lk, err := w.Acquire(ctx, "r")
@@ -367,7 +408,7 @@ func TestHandOverNeverReturnsALockNobodyHolds(t *testing.T) {
 	if got := rdb.Get(ctx, w.lockKey("r")).Val(); got != lk.holder {
 		t.Fatalf("Acquire returned a lock the server does not hold for it (key = %q, holder %q)", got, lk.holder)
 	}
-	other, _ := newLocker(t, clients(t, node), Options{Name: "ho", TTL: 2 * time.Second, Wait: 50 * time.Millisecond})
+	other, _ := newLocker(t, clients(t, node), Options{Name: "ho", TTL: 10 * time.Second, Wait: 50 * time.Millisecond})
 	if _, err := other.Acquire(ctx, "r"); !errors.Is(err, ErrNotAcquired) {
 		t.Fatalf("another client acquired while the waiter's lock was live: %v", err)
 	}

@@ -2,29 +2,61 @@ package lockx
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // clients returns a client per node that honours context deadlines.
-func clients(t testing.TB, nodes ...*testenv.RedisNode) []redis.UniversalClient {
+func clients(t testing.TB, nodes ...*redistest.Node) []redis.UniversalClient {
 	t.Helper()
 	out := make([]redis.UniversalClient, len(nodes))
 	for i, n := range nodes {
-		opt := n.Options()
-		opt.ContextTimeoutEnabled = true
-		opt.MaxRetries = -1   // a dead node answers at once, not after retries...
-		opt.DialerRetries = 1 // ...nor after dialling again and again
-		c := redis.NewClient(opt)
-		t.Cleanup(func() { _ = c.Close() })
-		out[i] = c
+		out[i] = client(t, n, 0)
 	}
 	return out
+}
+
+// client returns a client of node that honours context deadlines; a
+// timeout above 0 is its read and write timeout as well, as lockx's clients
+// should have (docs/lockx.md#clients): a call to a paused server then ends
+// at lockx's Timeout over an AutoPipeliner too, whose batches run on a
+// context of their own.
+func client(t testing.TB, node *redistest.Node, timeout time.Duration) *redis.Client {
+	t.Helper()
+	opt := node.Options()
+	opt.ContextTimeoutEnabled = true
+	opt.MaxRetries = -1   // a dead node answers at once, not after retries...
+	opt.DialerRetries = 1 // ...nor after dialling again and again
+	if timeout > 0 {
+		opt.ReadTimeout, opt.WriteTimeout = timeout, timeout
+	}
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// silentLog counts the script calls to a server that have returned. For a
+// paused server that is the calls that ran out of time: none can return
+// sooner than Timeout after it was made, so while ended is 0, nobody has
+// waited a Timeout for that server.
+type silentLog struct{ ended atomic.Int64 }
+
+// logged returns a client of node (read and write timeouts of timeout, as
+// client) whose script calls are counted in log when they return.
+func logged(t testing.TB, node *redistest.Node, timeout time.Duration, log *silentLog) *redis.Client {
+	t.Helper()
+	c := client(t, node, timeout)
+	c.AddHook(scriptHook(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		defer log.ended.Add(1)
+		return next(ctx, cmd)
+	}))
+	return c
 }
 
 // newLocker returns a Locker on its own registry, closed at the end. Under
@@ -113,24 +145,11 @@ func runs(cmd redis.Cmder, s *redis.Script) bool {
 }
 
 // hooked returns a client of node whose script calls go through h.
-func hooked(t testing.TB, node *testenv.RedisNode, h scriptHook) *redis.Client {
+func hooked(t testing.TB, node *redistest.Node, h scriptHook) *redis.Client {
 	t.Helper()
-	c := clients(t, node)[0].(*redis.Client)
+	c := client(t, node, 0)
 	c.AddHook(h)
 	return c
-}
-
-// within fails the test unless f returns within d, and returns what it
-// measured.
-func within(t testing.TB, what string, d time.Duration, f func()) time.Duration {
-	t.Helper()
-	start := time.Now()
-	f()
-	took := time.Since(start)
-	if took > d {
-		t.Fatalf("%s took %v, want at most %v", what, took, d)
-	}
-	return took
 }
 
 // loadScripts loads the Locker's scripts on rdb, so that a hook sees each

@@ -34,56 +34,37 @@ func overKind(t testing.TB, nodes []redis.UniversalClient) []redis.UniversalClie
 	return out
 }
 
-// TestOverAutoPipeliner runs the tests of the table over the second kind of
-// client (docs/lockx.md#clients): every Locker they build rides go-redis's
-// AutoPipeliner, Redlock, Pub/Sub wake-ups and hand-overs included.
+// TestOverAutoPipeliner runs again, each Locker built over AutoPipeliners,
+// the tests where the kind of client matters (docs/lockx.md#clients): those
+// whose calls take the AutoPipeliner's own path in node.run (deferred
+// submission, a wait for the reply that only the call's deadline ends, the
+// NOSCRIPT fallback), whose replies are lost, repeated, delayed or abandoned
+// inside its shared batches (paused, unreachable and killed servers, hooks),
+// whose Pub/Sub passes through it, and the stress test, whose many
+// goroutines share its batches. The other tests check logic above node.run
+// (tokens, validity, the watchdog's timing, metrics, spans, scripts), which
+// the kind does not change; notOverAutoPipeliner gives each its reason.
 func TestOverAutoPipeliner(t *testing.T) {
 	tests := []struct {
 		name string
 		run  func(*testing.T)
 	}{
+		{"TestAcquireExcludesAndTokensIncrease", TestAcquireExcludesAndTokensIncrease},
 		{"TestEveryCallIsBoundedByTimeout", TestEveryCallIsBoundedByTimeout},
-		{"TestAcquireSpansTellResultAttemptsAndToken", TestAcquireSpansTellResultAttemptsAndToken},
-		{"TestLostLockIsAnEventOnTheHoldersSpan", TestLostLockIsAnEventOnTheHoldersSpan},
-		{"TestAcquireWaitExemplarIsTheCallersTrace", TestAcquireWaitExemplarIsTheCallersTrace},
-		{"TestNoAcquireSpanUnderAnUnsampledParent", TestNoAcquireSpanUnderAnUnsampledParent},
-		{"TestRedlockWithAnUnreachableServer", TestRedlockWithAnUnreachableServer},
-		{"TestAQuorumWonTooLateIsNotALock", TestAQuorumWonTooLateIsNotALock},
 		{"TestAcquireOverrunsWaitByAtMostTimeout", TestAcquireOverrunsWaitByAtMostTimeout},
-		{"TestTryAcquireMakesOneAttempt", TestTryAcquireMakesOneAttempt},
-		{"TestReleaseAfterTheRequestEnded", TestReleaseAfterTheRequestEnded},
-		{"TestHeldSecondsObservesLostLocks", TestHeldSecondsObservesLostLocks},
-		{"TestTokensIncreaseAfterARestartFromASnapshot", TestTokensIncreaseAfterARestartFromASnapshot},
-		{"TestRedlockTokensIncreaseWithAMajorityRestoredFromSnapshots", TestRedlockTokensIncreaseWithAMajorityRestoredFromSnapshots},
-		{"TestFenceCounterExpiresAndRestartsAboveTheLastToken", TestFenceCounterExpiresAndRestartsAboveTheLastToken},
-		{"TestTokensIncreaseFasterThanTheClock", TestTokensIncreaseFasterThanTheClock},
-		{"TestHandOverGoesToWaitersInArrivalOrder", TestHandOverGoesToWaitersInArrivalOrder},
-		{"TestHandOverForgetsAWaiterThatGaveUp", TestHandOverForgetsAWaiterThatGaveUp},
-		{"TestHandOverSkipsExpiredWaitersAndPassesOnWhenLeaving", TestHandOverSkipsExpiredWaitersAndPassesOnWhenLeaving},
-		{"TestHandOverWithoutTheMessage", TestHandOverWithoutTheMessage},
-		{"TestHandOverToACrashedWaiterCostsOneTTL", TestHandOverToACrashedWaiterCostsOneTTL},
-		{"TestHandOverExtendsWhenTheLastAttemptIsOld", TestHandOverExtendsWhenTheLastAttemptIsOld},
+		{"TestRedlockWithAnUnreachableServer", TestRedlockWithAnUnreachableServer},
+		{"TestRedlockFailsWithAMajorityKilled", TestRedlockFailsWithAMajorityKilled},
+		{"TestPausedMinorityCostsNoTimeout", TestPausedMinorityCostsNoTimeout},
+		{"TestASilentServersVoteIsNotWaitedFor", TestASilentServersVoteIsNotWaitedFor},
+		{"TestPausedMinorityUnderContention", TestPausedMinorityUnderContention},
+		{"TestRedlockPausedMinorityDoesNotStallAcquire", TestRedlockPausedMinorityDoesNotStallAcquire},
+		{"TestPausedFirstServerDoesNotStallAWaiter", TestPausedFirstServerDoesNotStallAWaiter},
+		{"TestWaiterIsWokenByRelease", TestWaiterIsWokenByRelease},
+		{"TestHandOverNeedsNoAttemptOfTheWaiter", TestHandOverNeedsNoAttemptOfTheWaiter},
 		{"TestHandOverNeverReturnsALockNobodyHolds", TestHandOverNeverReturnsALockNobodyHolds},
 		{"TestAcquireAfterALostReplyAndARetryHoldsTheLock", TestAcquireAfterALostReplyAndARetryHoldsTheLock},
 		{"TestAcquireAdoptsAnAttemptThatRanLate", TestAcquireAdoptsAnAttemptThatRanLate},
-		{"TestAcquireExcludesAndTokensIncrease", TestAcquireExcludesAndTokensIncrease},
-		{"TestAcquireReturnsContextError", TestAcquireReturnsContextError},
-		{"TestReleaseLeavesAnotherHoldersLockAlone", TestReleaseLeavesAnotherHoldersLockAlone},
-		{"TestWatchdogKeepsTheLockAlive", TestWatchdogKeepsTheLockAlive},
-		{"TestExtensionThatFindsTheLockGoneLosesIt", TestExtensionThatFindsTheLockGoneLosesIt},
-		{"TestPausedServerLosesTheLockBeforeItExpires", TestPausedServerLosesTheLockBeforeItExpires},
-		{"TestNoGoroutineOutlivesRelease", TestNoGoroutineOutlivesRelease},
-		{"TestDoReturnsTheFunctionsErrorAndTheLoss", TestDoReturnsTheFunctionsErrorAndTheLoss},
-		{"TestWaiterIsWokenByRelease", TestWaiterIsWokenByRelease},
-		{"TestMetricsShowContention", TestMetricsShowContention},
-		{"TestPausedFirstServerDoesNotStallAWaiter", TestPausedFirstServerDoesNotStallAWaiter},
-		{"TestPausedMinorityCostsNoTimeout", TestPausedMinorityCostsNoTimeout},
-		{"TestRedlockAcquiresWithAMinorityKilled", TestRedlockAcquiresWithAMinorityKilled},
-		{"TestRedlockFailsWithAMajorityKilled", TestRedlockFailsWithAMajorityKilled},
-		{"TestRedlockPausedMinorityDoesNotStallAcquire", TestRedlockPausedMinorityDoesNotStallAcquire},
-		{"TestRedlockWatchdogLosesWhenTheQuorumIsGone", TestRedlockWatchdogLosesWhenTheQuorumIsGone},
 		{"TestFencingTokenSurvivesARestartThatLosesData", TestFencingTokenSurvivesARestartThatLosesData},
-		{"TestRedlockTokensIncreaseAcrossHandoffsWhileNodesRestart", TestRedlockTokensIncreaseAcrossHandoffsWhileNodesRestart},
 		{"TestMutualExclusionUnderStress", TestMutualExclusionUnderStress},
 	}
 	for _, tt := range tests {
@@ -91,17 +72,55 @@ func TestOverAutoPipeliner(t *testing.T) {
 	}
 }
 
+// Why a test runs over plain clients only.
+const (
+	noRedis     = "no Redis"
+	validation  = "checks New's validation only"
+	aboveClient = "checks logic above node.run, which the kind of client does not change"
+	onAClient   = "a hook holds a call back: over an AutoPipeliner it would hold the whole batch, and the stream orders the calls anyway"
+)
+
 // notOverAutoPipeliner are the tests TestOverAutoPipeliner leaves out, and
 // why.
 var notOverAutoPipeliner = map[string]string{
-	"TestDependsOnTheOtelAPIOnly":                                "no Redis",
-	"TestHandOverNeedsOneServer":                                 "checks option validation only",
-	"TestNewRefusesAClientThatIgnoresDeadlines":                  "checks New's validation of plain clients' options",
-	"TestNewRefusesASafetyMarginWithoutRoomForTheFirstExtension": "checks option validation only",
+	"TestDependsOnTheOtelAPIOnly":                                 noRedis,
+	"TestHandOverNeedsOneServer":                                  validation,
+	"TestNewRefusesAClientThatIgnoresDeadlines":                   validation,
+	"TestNewRefusesASafetyMarginWithoutRoomForTheFirstExtension":  validation,
+	"TestReleaseWaitsForALateAcquire":                             onAClient,
+	"TestAQuorumWonTooLateIsNotALock":                             aboveClient, // validity of a slow quorum
+	"TestAcquireReturnsContextError":                              aboveClient,
+	"TestAcquireSpansTellResultAttemptsAndToken":                  aboveClient,
+	"TestAcquireWaitExemplarIsTheCallersTrace":                    aboveClient,
+	"TestDoReturnsTheFunctionsErrorAndTheLoss":                    aboveClient,
+	"TestExtensionThatFindsTheLockGoneLosesIt":                    aboveClient,
+	"TestFenceCounterExpiresAndRestartsAboveTheLastToken":         aboveClient,
+	"TestHandOverExtendsWhenTheLastAttemptIsOld":                  aboveClient,
+	"TestHandOverForgetsAWaiterThatGaveUp":                        aboveClient,
+	"TestHandOverGoesToWaitersInArrivalOrder":                     aboveClient, // the queue is a script's
+	"TestHandOverSkipsExpiredWaitersAndPassesOnWhenLeaving":       aboveClient,
+	"TestHandOverToACrashedWaiterCostsOneTTL":                     aboveClient,
+	"TestHandOverWithoutTheMessage":                               aboveClient,
+	"TestHeldSecondsObservesLostLocks":                            aboveClient,
+	"TestLostLockIsAnEventOnTheHoldersSpan":                       aboveClient,
+	"TestMetricsShowContention":                                   aboveClient,
+	"TestNoAcquireSpanUnderAnUnsampledParent":                     aboveClient,
+	"TestNoGoroutineOutlivesRelease":                              aboveClient, // lockx's goroutines, not the client's
+	"TestPausedServerLosesTheLockBeforeItExpires":                 aboveClient, // the loss timer runs apart from the calls
+	"TestRedlockAcquiresWithAMinorityKilled":                      aboveClient, // killed servers: TestRedlockFailsWithAMajorityKilled
+	"TestRedlockTokensIncreaseAcrossHandoffsWhileNodesRestart":    aboveClient, // restarts: TestFencingTokenSurvivesARestartThatLosesData
+	"TestRedlockTokensIncreaseWithAMajorityRestoredFromSnapshots": aboveClient,
+	"TestRedlockWatchdogLosesWhenTheQuorumIsGone":                 aboveClient,
+	"TestReleaseAfterTheRequestEnded":                             aboveClient,
+	"TestReleaseLeavesAnotherHoldersLockAlone":                    aboveClient,
+	"TestTokensIncreaseAfterARestartFromASnapshot":                aboveClient,
+	"TestTokensIncreaseFasterThanTheClock":                        aboveClient,
+	"TestTryAcquireMakesOneAttempt":                               aboveClient,
+	"TestWatchdogKeepsTheLockAlive":                               aboveClient,
 }
 
-// TestOverAutoPipelinerListsEveryTest keeps the table complete: a new test
-// runs over both kinds of client unless it is left out with a reason.
+// TestOverAutoPipelinerListsEveryTest makes every test choose: a new test
+// runs over both kinds of client or is left out with a reason.
 func TestOverAutoPipelinerListsEveryTest(t *testing.T) {
 	files, err := filepath.Glob("*_test.go")
 	if err != nil {
@@ -126,7 +145,7 @@ func TestOverAutoPipelinerListsEveryTest(t *testing.T) {
 			case name == "TestMain" || name == autoPipelined || name == "TestOverAutoPipelinerListsEveryTest":
 			case notOverAutoPipeliner[name] != "":
 			case !strings.Contains(string(src), "{\""+name+"\", "+name+"}"):
-				t.Errorf("%s: %s runs over a plain client only: add it to TestOverAutoPipeliner's table or to notOverAutoPipeliner with a reason", f, name)
+				t.Errorf("%s: %s is in neither TestOverAutoPipeliner's table nor notOverAutoPipeliner: add it to one", f, name)
 			}
 		}
 	}

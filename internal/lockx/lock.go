@@ -17,6 +17,9 @@ type Lock struct {
 	holder string
 	token  int64
 	nodes  []int // the servers it was acquired on: extensions count only these
+	// late holds, for each server whose acquire reply had not arrived when
+	// the lock was won, a channel closed when it does (nil: none).
+	late map[int]chan struct{}
 
 	acquired time.Time
 	ctx      context.Context
@@ -103,7 +106,7 @@ func (lk *Lock) extend() {
 	every := lk.l.opts.TTL / 3
 	sent := time.Now()
 	n, quorum := len(lk.nodes), lk.l.quorum
-	got, rest := lk.l.round(lk.ctx, lk.nodes, sent.Add(lk.l.opts.Timeout), func(ctx context.Context, n node) (int64, error) {
+	got, rest := lk.l.round(lk.ctx, lk.nodes, sent.Add(lk.l.opts.Timeout), true, func(ctx context.Context, n node) (int64, error) {
 		return n.run(ctx, lk.l.scripts.extend, []string{lk.key}, lk.holder, lk.l.opts.TTL.Milliseconds())
 	}, func(got []reply, pending int) bool {
 		extended, gone := tallyExtensions(got)
@@ -148,9 +151,11 @@ func tallyExtensions(got []reply) (extended, gone int) {
 // Release stops the watchdog and deletes the lock wherever it is still this
 // holder's, waking the waiters. It takes no context: it always runs, bounded
 // by Timeout, and returns once a quorum answered; no extension runs after
-// it. It returns ErrLost if the lock had been lost, an error if fewer than a
+// it. Where the acquire script's reply had not come in when the lock was
+// won, the delete waits for it in the background, so that it cannot
+// overtake the script. It returns ErrLost if the lock had been lost, an error if fewer than a
 // quorum confirmed (the lock then expires by its TTL), else nil; a second
-// call returns nil (docs/lockx.md#the-algorithm, Release).
+// call returns nil (docs/lockx.md, "The algorithm", Release).
 func (lk *Lock) Release() error {
 	lk.mu.Lock()
 	if lk.released {
@@ -171,11 +176,28 @@ func (lk *Lock) Release() error {
 	lk.cancel(ErrReleased)
 	lk.observeHeld()
 	l := lk.l
-	got, rest := l.round(context.WithoutCancel(lk.ctx), l.all, time.Now().Add(l.opts.Timeout), l.releaseCall(lk.key, lk.holder),
+	ctx := context.WithoutCancel(lk.ctx)
+	now := l.all
+	if lk.late != nil {
+		now = nil
+		for _, i := range l.all {
+			arrived, ok := lk.late[i]
+			if !ok || closed(arrived) {
+				now = append(now, i)
+				continue
+			}
+			// The acquire script may still run there: delete the lock
+			// after it has answered (at most Timeout after it was sent).
+			l.background(func() {
+				<-arrived
+				_, _ = l.releaseOn(ctx, lk.key, lk.holder, i)
+			})
+		}
+	}
+	got, rest := l.round(ctx, now, time.Now().Add(l.opts.Timeout), false, l.releaseCall(lk.key, lk.holder),
 		func(got []reply, pending int) bool {
-			_, failed := count(got)
-			answered := len(got) - failed
-			return answered >= l.quorum || answered+pending < l.quorum
+			n := answered(got)
+			return n >= l.quorum || n+pending < l.quorum
 		})
 	rest.then(l, nil)
 	if errors.Is(lostErr, ErrLost) {
@@ -185,6 +207,21 @@ func (lk *Lock) Release() error {
 		return fmt.Errorf("lockx: release %s: too few servers answered: %w", lk.key, replyErrors(got))
 	}
 	return nil
+}
+
+// awaited returns, for the servers still to answer an acquisition that won
+// (rest, in that order), channels closed when they have answered, and
+// drains their replies in the background.
+func awaited(l *Locker, pending []int, rest late) map[int]chan struct{} {
+	if rest.n == 0 {
+		return nil
+	}
+	arrived := make(map[int]chan struct{}, len(pending))
+	for _, i := range pending {
+		arrived[i] = make(chan struct{})
+	}
+	rest.then(l, func(r reply) { close(arrived[r.node]) })
+	return arrived
 }
 
 // Do acquires the lock on resource, runs fn with the lock's context and

@@ -9,14 +9,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 func TestAcquireExcludesAndTokensIncrease(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
-	a, _ := newLocker(t, clients(t, node), Options{Name: "sku", TTL: 2 * time.Second, Wait: 50 * time.Millisecond})
-	b, _ := newLocker(t, clients(t, node), Options{Name: "sku", TTL: 2 * time.Second, Wait: 50 * time.Millisecond})
+	node := redistest.Redis(t)
+	a, _ := newLocker(t, clients(t, node), Options{Name: "sku", TTL: 10 * time.Second, Wait: 50 * time.Millisecond})
+	b, _ := newLocker(t, clients(t, node), Options{Name: "sku", TTL: 10 * time.Second, Wait: 50 * time.Millisecond})
 
 	la, err := a.Acquire(ctx, "42")
 	if err != nil {
@@ -26,8 +26,8 @@ func TestAcquireExcludesAndTokensIncrease(t *testing.T) {
 		t.Fatalf("token %d, want > 0", la.Token())
 	}
 	// The key carries a relative expiry (PX), not an absolute one.
-	if pttl := node.Client().PTTL(ctx, a.lockKey("42")).Val(); pttl <= 0 || pttl > 2*time.Second {
-		t.Fatalf("lock key PTTL %v, want in (0, 2s]", pttl)
+	if pttl := node.Client().PTTL(ctx, a.lockKey("42")).Val(); pttl <= 0 || pttl > 10*time.Second {
+		t.Fatalf("lock key PTTL %v, want in (0, 10s]", pttl)
 	}
 	if _, err := b.Acquire(ctx, "42"); !errors.Is(err, ErrNotAcquired) {
 		t.Fatalf("second Acquire while held: %v, want ErrNotAcquired", err)
@@ -52,8 +52,8 @@ func TestAcquireExcludesAndTokensIncrease(t *testing.T) {
 }
 
 func TestAcquireReturnsContextError(t *testing.T) {
-	node := testenv.Redis(t)
-	l, reg := newLocker(t, clients(t, node), Options{Name: "ctx", TTL: 2 * time.Second, Wait: time.Minute})
+	node := redistest.Redis(t)
+	l, reg := newLocker(t, clients(t, node), Options{Name: "ctx", TTL: 10 * time.Second, Wait: time.Minute})
 	held, err := l.Acquire(context.Background(), "r")
 	if err != nil {
 		t.Fatal(err)
@@ -72,8 +72,8 @@ func TestAcquireReturnsContextError(t *testing.T) {
 
 func TestReleaseLeavesAnotherHoldersLockAlone(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
-	l, _ := newLocker(t, clients(t, node), Options{Name: "own", TTL: time.Second, NoWatchdog: true})
+	node := redistest.Redis(t)
+	l, _ := newLocker(t, clients(t, node), Options{Name: "own", TTL: 10 * time.Second, NoWatchdog: true})
 	lk, err := l.Acquire(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
@@ -89,15 +89,20 @@ func TestReleaseLeavesAnotherHoldersLockAlone(t *testing.T) {
 	}
 }
 
+// quickTTL and quickTimeout are for tests that must see the watchdog tick
+// or a TTL run out: a tick every 333ms, and each call to a server still
+// given 300ms, far more than a loaded machine needs.
+const quickTTL, quickTimeout = time.Second, 300 * time.Millisecond
+
 func TestWatchdogKeepsTheLockAlive(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
-	l, _ := newLocker(t, clients(t, node), Options{Name: "dog", TTL: 150 * time.Millisecond})
+	node := redistest.Redis(t)
+	l, _ := newLocker(t, clients(t, node), Options{Name: "dog", TTL: quickTTL, Timeout: quickTimeout})
 	lk, err := l.Acquire(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "four extensions", 5*time.Second, func() bool { return testutil.ToFloat64(l.m.extOK) >= 4 }) // > 1 TTL
+	waitFor(t, "four extensions", time.Minute, func() bool { return testutil.ToFloat64(l.m.extOK) >= 4 }) // > 1 TTL
 	if lk.Context().Err() != nil {
 		t.Fatalf("lock context ended while extended: %v", context.Cause(lk.Context()))
 	}
@@ -111,8 +116,8 @@ func TestWatchdogKeepsTheLockAlive(t *testing.T) {
 
 func TestExtensionThatFindsTheLockGoneLosesIt(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
-	l, _ := newLocker(t, clients(t, node), Options{Name: "gone", TTL: 300 * time.Millisecond})
+	node := redistest.Redis(t)
+	l, _ := newLocker(t, clients(t, node), Options{Name: "gone", TTL: quickTTL, Timeout: quickTimeout})
 	lk, err := l.Acquire(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
@@ -134,17 +139,18 @@ func TestExtensionThatFindsTheLockGoneLosesIt(t *testing.T) {
 
 // TestPausedServerLosesTheLockBeforeItExpires: the holder's context ends
 // before the key can expire on the frozen server, so before anyone else can
-// take the lock.
+// take the lock. The safety margin (1.4s) is the time the test has, once
+// told, to see the key still there.
 func TestPausedServerLosesTheLockBeforeItExpires(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.RedisNodes(t, 1)[0]
-	const ttl = 600 * time.Millisecond
-	l, _ := newLocker(t, clients(t, node), Options{Name: "pause", TTL: ttl, Timeout: 50 * time.Millisecond, SafetyMargin: 150 * time.Millisecond})
+	node := redistest.RedisNodes(t, 1)[0]
+	const ttl = 3 * time.Second
+	l, _ := newLocker(t, clients(t, node), Options{Name: "pause", TTL: ttl, Timeout: 300 * time.Millisecond, SafetyMargin: 1400 * time.Millisecond})
 	lk, err := l.Acquire(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "an extension", 5*time.Second, func() bool { return testutil.ToFloat64(l.m.extOK) >= 1 })
+	waitFor(t, "an extension", time.Minute, func() bool { return testutil.ToFloat64(l.m.extOK) >= 1 })
 	node.Pause()
 	<-lk.Context().Done()
 	node.Resume()
@@ -166,8 +172,8 @@ func TestPausedServerLosesTheLockBeforeItExpires(t *testing.T) {
 
 func TestNoGoroutineOutlivesRelease(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
-	l, _ := newLocker(t, clients(t, node), Options{Name: "leak", TTL: 300 * time.Millisecond, Timeout: 90 * time.Millisecond})
+	node := redistest.Redis(t)
+	l, _ := newLocker(t, clients(t, node), Options{Name: "leak", TTL: quickTTL, Timeout: quickTimeout})
 	// Warm up the client's pool and the locker so their goroutines exist.
 	lk, err := l.Acquire(ctx, "warm")
 	if err != nil {
@@ -175,23 +181,23 @@ func TestNoGoroutineOutlivesRelease(t *testing.T) {
 	}
 	_ = lk.Release()
 	before := runtime.NumGoroutine()
-	for range 10 {
+	for i := range 5 {
 		lk, err := l.Acquire(ctx, "r")
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(110 * time.Millisecond) // a watchdog tick (every 100ms) happens
+		waitFor(t, "a watchdog tick", time.Minute, func() bool { return testutil.ToFloat64(l.m.extOK) > float64(i) })
 		if err := lk.Release(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "goroutines back to the count before", 2*time.Second, func() bool { return runtime.NumGoroutine() <= before })
+	waitFor(t, "goroutines back to the count before", time.Minute, func() bool { return runtime.NumGoroutine() <= before })
 }
 
 func TestDoReturnsTheFunctionsErrorAndTheLoss(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
-	l, _ := newLocker(t, clients(t, node), Options{Name: "do", TTL: 300 * time.Millisecond})
+	node := redistest.Redis(t)
+	l, _ := newLocker(t, clients(t, node), Options{Name: "do", TTL: quickTTL, Timeout: quickTimeout})
 	boom := errors.New("boom")
 	var token int64
 	err := l.Do(ctx, "r", func(ctx context.Context, tok int64) error { token = tok; return boom })
@@ -213,10 +219,10 @@ func TestDoReturnsTheFunctionsErrorAndTheLoss(t *testing.T) {
 
 func TestWaiterIsWokenByRelease(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
-	// Backoff of 10-20s: a waiter that acquires within the test's deadline
-	// was woken by the release, not by its timer.
-	opts := Options{Name: "wake", TTL: 2 * time.Second, Wait: time.Minute, RetryMin: 20 * time.Second, RetryMax: 20 * time.Second}
+	node := redistest.Redis(t)
+	// Backoff of 30-60s: a waiter that acquires within the test's 25s was
+	// woken by the release, not by its timer.
+	opts := Options{Name: "wake", TTL: 10 * time.Second, Wait: 2 * time.Minute, RetryMin: time.Minute, RetryMax: time.Minute}
 	a, _ := newLocker(t, clients(t, node), opts)
 	b, _ := newLocker(t, clients(t, node), opts)
 	held, err := a.Acquire(ctx, "hot")
@@ -225,7 +231,7 @@ func TestWaiterIsWokenByRelease(t *testing.T) {
 	}
 	got := make(chan error, 1)
 	go func() {
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, 25*time.Second)
 		defer cancel()
 		lk, err := b.Acquire(wctx, "hot")
 		if err == nil {
@@ -233,7 +239,7 @@ func TestWaiterIsWokenByRelease(t *testing.T) {
 		}
 		got <- err
 	}()
-	waitFor(t, "the waiter to subscribe", 5*time.Second, func() bool {
+	waitFor(t, "the waiter to subscribe", time.Minute, func() bool {
 		n, _ := node.Client().PubSubNumSub(ctx, channel(a.lockKey("hot"))).Result()
 		return n[channel(a.lockKey("hot"))] == 1
 	})

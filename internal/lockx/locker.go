@@ -36,7 +36,7 @@ type Locker struct {
 // (redis.Options.ContextTimeoutEnabled false): with it, dialling, pool
 // waits, retries, reads and writes all end at the deadline. An
 // *redis.AutoPipeliner of such a client is accepted too: a call's wait for
-// its reply ends at the deadline (docs/lockx.md#clients). Other client types
+// its reply ends at the deadline (docs/lockx.md, "Clients"). Other client types
 // must honour context deadlines themselves.
 func New(nodes []redis.UniversalClient, opts Options) (*Locker, error) {
 	if len(nodes) == 0 {
@@ -75,7 +75,7 @@ func New(nodes []redis.UniversalClient, opts Options) (*Locker, error) {
 		m:       m,
 		tr:      newTracer(opts.TracerProvider, opts.Name),
 		scripts: newScripts(),
-		waker:   newWaker(nodes[0], opts.Timeout),
+		waker:   newWaker(nodes, opts.Timeout),
 	}, nil
 }
 
@@ -108,13 +108,15 @@ func (l *Locker) releaseOn(ctx context.Context, key, holder string, i int) (int6
 	return l.call(context.WithoutCancel(ctx), i, l.releaseCall(key, holder))
 }
 
-// releaseCall is the release script for holder.
+// releaseCall is the release script for holder: one release, whose wake-up
+// messages carry one release id on every server it runs on.
 func (l *Locker) releaseCall(key, holder string) nodeCall {
+	id := releaseID()
 	return func(ctx context.Context, n node) (int64, error) {
 		if l.opts.HandOver {
 			return n.run(ctx, l.scripts.grant, queueKeys(key), holder, channel(key), l.opts.TTL.Milliseconds(), fenceExpiry(l.opts.TTL))
 		}
-		return n.run(ctx, l.scripts.release, []string{key}, holder, channel(key))
+		return n.run(ctx, l.scripts.release, []string{key}, holder, channel(key), id)
 	}
 }
 

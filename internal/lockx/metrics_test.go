@@ -9,15 +9,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 func TestMetricsShowContention(t *testing.T) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
+	node := redistest.Redis(t)
 	reg := prometheus.NewRegistry()
-	a, _ := newLocker(t, clients(t, node), Options{Name: "inventory", TTL: time.Second, Wait: 300 * time.Millisecond, Registerer: reg})
-	b, _ := newLocker(t, clients(t, node), Options{Name: "inventory", TTL: time.Second, Wait: 50 * time.Millisecond, Registerer: reg})
+	a, _ := newLocker(t, clients(t, node), Options{Name: "inventory", TTL: 10 * time.Second, Registerer: reg})
+	b, _ := newLocker(t, clients(t, node), Options{Name: "inventory", TTL: 10 * time.Second, Wait: time.Second, Registerer: reg})
 	held, err := a.Acquire(ctx, "1")
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 // every other caller, and each call waits for its reply only until its
 // context ends: an AutoPipeliner runs a queued command on its own context,
 // so a deadline would otherwise not bound the wait
-// (docs/lockx.md#clients). A reply abandoned so is a lost reply, which
+// (docs/lockx.md, "Clients"). A reply abandoned so is a lost reply, which
 // every script is written to survive.
 type node struct {
 	rdb redis.UniversalClient

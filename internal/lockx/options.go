@@ -25,6 +25,8 @@ type Options struct {
 	Wait time.Duration
 	// RetryMin and RetryMax bound the jittered, doubling pause between
 	// attempts when no release wakes the waiter first. Defaults 5ms, 200ms.
+	// RetryMin is also the least an attempt waits for the other servers'
+	// votes once a quorum has answered without settling it.
 	RetryMin, RetryMax time.Duration
 	// Timeout bounds each call to a server (a context deadline), and one
 	// attempt in all. Default TTL/10. It must be below TTL/3 so a dead node
@@ -51,12 +53,14 @@ type Options struct {
 	// TracerProvider, when set, gives a lockx.acquire span per Acquire and
 	// TryAcquire (attempts, wait, result, token) and a lockx.lost event on
 	// the caller's span when a held lock is lost. Nil: neither, at the cost
-	// of a nil check (docs/metrics.md#spans). Whatever the setting, an
+	// of a nil check (docs/metrics.md, "Spans"). Whatever the setting, an
 	// acquisition whose caller's span is sampled puts its trace id on
 	// lockx_acquire_wait_seconds as an exemplar.
 	TracerProvider trace.TracerProvider
 }
 
+// withDefaults fills o's zero fields with their defaults and checks that
+// the result can work.
 func (o Options) withDefaults() (Options, error) {
 	if o.Name == "" {
 		return o, errors.New("lockx: Options.Name is required")
@@ -70,39 +74,43 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	def(&o.TTL, 10*time.Second)
-	if o.TTL < 30*time.Millisecond {
-		return o, fmt.Errorf("lockx: %s: TTL %v is too short to extend (want >= 30ms)", o.Name, o.TTL)
-	}
 	def(&o.Wait, 5*time.Second)
 	def(&o.RetryMin, 5*time.Millisecond)
 	def(&o.RetryMax, 200*time.Millisecond)
 	def(&o.Timeout, o.TTL/10)
 	def(&o.SafetyMargin, o.TTL/10)
-	if o.RetryMax < o.RetryMin {
-		o.RetryMax = o.RetryMin
+	o.RetryMax = max(o.RetryMax, o.RetryMin)
+	if o.Prefix == "" {
+		o.Prefix = "lockx:" + o.Name + ":"
+	}
+	return o, o.checkTiming()
+}
+
+// checkTiming refuses a TTL, Timeout and SafetyMargin that leave the
+// watchdog no time to work.
+func (o Options) checkTiming() error {
+	if o.TTL < 30*time.Millisecond {
+		return fmt.Errorf("lockx: %s: TTL %v is too short to extend (want >= 30ms)", o.Name, o.TTL)
 	}
 	if o.Timeout >= o.TTL/3 {
-		return o, fmt.Errorf("lockx: %s: Timeout %v must be below TTL/3 (%v)", o.Name, o.Timeout, o.TTL/3)
+		return fmt.Errorf("lockx: %s: Timeout %v must be below TTL/3 (%v)", o.Name, o.Timeout, o.TTL/3)
 	}
 	if o.SafetyMargin+drift(o.TTL) >= o.TTL {
-		return o, fmt.Errorf("lockx: %s: SafetyMargin %v leaves no validity in TTL %v", o.Name, o.SafetyMargin, o.TTL)
+		return fmt.Errorf("lockx: %s: SafetyMargin %v leaves no validity in TTL %v", o.Name, o.SafetyMargin, o.TTL)
 	}
 	// The watchdog's first extension is sent TTL/3 after the attempt and
 	// takes up to Timeout: it must be back before the holder is told the
 	// lock is lost.
 	if !o.NoWatchdog && o.TTL/3+o.Timeout+o.SafetyMargin+drift(o.TTL) >= o.TTL {
-		return o, fmt.Errorf("lockx: %s: SafetyMargin %v leaves no time for the first extension (TTL/3 %v + Timeout %v) in TTL %v",
+		return fmt.Errorf("lockx: %s: SafetyMargin %v leaves no time for the first extension (TTL/3 %v + Timeout %v) in TTL %v",
 			o.Name, o.SafetyMargin, o.TTL/3, o.Timeout, o.TTL)
 	}
-	if o.Prefix == "" {
-		o.Prefix = "lockx:" + o.Name + ":"
-	}
-	return o, nil
+	return nil
 }
 
 // fenceExpiry is how long a fence counter outlives its resource's last
 // acquisition, in ms: a day, or ten TTLs if longer (harmless: see
-// docs/lockx.md#tokens-that-survive-restarts-snapshots-and-quorums).
+// docs/lockx.md, "Tokens that survive restarts, snapshots and quorums").
 func fenceExpiry(ttl time.Duration) int64 { return max(24*time.Hour, 10*ttl).Milliseconds() }
 
 // drift is the clock drift Redlock allows for: 1% of the TTL plus 2ms for

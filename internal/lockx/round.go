@@ -36,16 +36,20 @@ type late struct {
 
 // round runs call on the servers idx at once, each bounded by deadline, and
 // returns as soon as decided says the replies so far settle the outcome (or
-// all have answered), so a slow minority costs nothing. Calls still pending
-// run on; rest hands their replies to whoever must clean up after them.
-// With one server the call runs on the caller's goroutine.
-func (l *Locker) round(ctx context.Context, idx []int, deadline time.Time, call nodeCall, decided func(got []reply, pending int) bool) ([]reply, late) {
+// all have answered). With minority set, the servers that have not answered
+// once a quorum has (the minority) are waited for only as long again as the
+// quorum took, at least RetryMin, and then the round returns unsettled: a
+// silent server's vote is never waited for. Calls still pending run on;
+// rest hands their replies to whoever must clean up after them. With one
+// server the call runs on the caller's goroutine.
+func (l *Locker) round(ctx context.Context, idx []int, deadline time.Time, minority bool, call nodeCall, decided func(got []reply, pending int) bool) ([]reply, late) {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	if len(idx) == 1 {
 		defer cancel()
 		v, err := call(ctx, l.nodes[idx[0]])
 		return []reply{{node: idx[0], val: v, err: ignoreNil(err)}}, late{}
 	}
+	sent := time.Now()
 	ch := make(chan reply, len(idx))
 	for _, i := range idx {
 		go func() {
@@ -54,10 +58,21 @@ func (l *Locker) round(ctx context.Context, idx []int, deadline time.Time, call 
 		}()
 	}
 	got := make([]reply, 0, len(idx))
+	var grace <-chan time.Time
 	for len(got) < len(idx) {
-		got = append(got, <-ch)
+		select {
+		case r := <-ch:
+			got = append(got, r)
+		case <-grace:
+			return got, late{ch: ch, n: len(idx) - len(got), cancel: cancel}
+		}
 		if decided(got, len(idx)-len(got)) {
 			break
+		}
+		if minority && grace == nil && answered(got) >= l.quorum {
+			t := time.NewTimer(max(time.Since(sent), l.opts.RetryMin))
+			defer t.Stop()
+			grace = t.C
 		}
 	}
 	if len(got) == len(idx) {
@@ -65,6 +80,17 @@ func (l *Locker) round(ctx context.Context, idx []int, deadline time.Time, call 
 		return got, late{}
 	}
 	return got, late{ch: ch, n: len(idx) - len(got), cancel: cancel}
+}
+
+// answered counts the replies that are answers, not errors.
+func answered(got []reply) int {
+	n := 0
+	for _, r := range got {
+		if r.err == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // then passes the late replies to f, in the background, as they arrive

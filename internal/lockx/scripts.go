@@ -5,7 +5,7 @@ import "github.com/redis/go-redis/v9"
 // nextToken is the Lua function every script that grants the lock issues
 // the fencing token with: max(counter + 1, server time in whole ms × 1000),
 // stored as the counter (SET ... GET: Redis 6.2 or later) for fenceExpiry.
-// Why: docs/lockx.md#tokens-that-survive-restarts-snapshots-and-quorums.
+// Why: docs/lockx.md, "Tokens that survive restarts, snapshots and quorums".
 const nextToken = `
 local function next_token(fence, expiry)
   local t = redis.call('TIME')
@@ -22,7 +22,7 @@ end
 // acquireSrc takes the lock with SET NX PX (relative expiry only) and
 // returns the resource's next fencing token. A caller that finds the lock
 // already set to its own holder token holds it: the TTL is renewed and the
-// token issued then is returned (docs/lockx.md#the-algorithm).
+// token issued then is returned (docs/lockx.md, "The algorithm").
 //
 //	KEYS[1] lock key, KEYS[2] fence counter key (same hash slot)
 //	ARGV[1] holder token, ARGV[2] TTL in milliseconds, ARGV[3] fence
@@ -57,20 +57,23 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0`
 
 // releaseSrc deletes the lock if the caller still holds it and wakes the
-// waiters: a message on the resource's channel.
+// waiters: a message on the resource's channel, the release's id (the same
+// on every server of one release, so that a waiter listening on all of them
+// is woken once).
 //
-//	KEYS[1] lock key, ARGV[1] holder token, ARGV[2] wake-up channel
+//	KEYS[1] lock key, ARGV[1] holder token, ARGV[2] wake-up channel,
+//	ARGV[3] release id
 //	returns 1 released, 0 not held
 const releaseSrc = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[2], '')
+redis.call('PUBLISH', ARGV[2], ARGV[3])
 return 1`
 
 // queuedAcquireSrc is acquireSrc for Options.HandOver: a caller that finds
 // the lock set to its own token (handed to it) holds it with a full TTL; one
 // that finds it held joins the queue until its deadline
-// (docs/lockx.md#hand-over-a-fair-queue-optionshandover).
+// (docs/lockx.md, "Hand-over: a fair queue (Options.HandOver)").
 //
 //	KEYS[1] lock key, KEYS[2] fence counter key, KEYS[3] queue (sorted set:
 //	holder by arrival), KEYS[4] deadlines (hash: holder -> server ms), all
@@ -110,7 +113,7 @@ return 0`
 // has not passed (fresh TTL, next token, message "holder:token"), or is
 // deleted (empty message). The fence counter it returns lets the caller
 // ignore older hand-over messages
-// (docs/lockx.md#hand-over-a-fair-queue-optionshandover).
+// (docs/lockx.md, "Hand-over: a fair queue (Options.HandOver)").
 //
 //	KEYS as queuedAcquireSrc; ARGV[1] holder token, ARGV[2] wake-up channel,
 //	ARGV[3] TTL in milliseconds, ARGV[4] fence counter expiry in milliseconds

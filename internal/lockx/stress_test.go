@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // TestMutualExclusionUnderStress: 2 Lockers x 8 goroutines increment a plain
@@ -26,11 +26,11 @@ func TestMutualExclusionUnderStress(t *testing.T) {
 
 func stress(t *testing.T, handOver bool) {
 	ctx := context.Background()
-	node := testenv.Redis(t)
-	const ttl = 300 * time.Millisecond
+	node := redistest.Redis(t)
+	const ttl = quickTTL
 	lockers := [2]*Locker{}
 	for i := range lockers {
-		lockers[i], _ = newLocker(t, clients(t, node), Options{Name: "stress", TTL: ttl, Timeout: 80 * time.Millisecond, Wait: time.Minute, HandOver: handOver})
+		lockers[i], _ = newLocker(t, clients(t, node), Options{Name: "stress", TTL: ttl, Timeout: quickTimeout, Wait: time.Minute, HandOver: handOver})
 	}
 	type interval struct {
 		token              int64

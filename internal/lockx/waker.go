@@ -2,6 +2,8 @@ package lockx
 
 import (
 	"context"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,33 +12,50 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// waker delivers release messages to waiting Acquire calls over one Pub/Sub
-// connection per Locker. Waiters only change a map; a goroutine of its own
-// does the network I/O, each call bounded by Timeout, so a paused server
-// delays wake-ups, never a waiter (docs/lockx.md#the-algorithm, Waiting).
-// A message is empty after a release, "holder:token" after a hand-over.
+// waker delivers release messages to waiting Acquire calls. It listens on
+// every server, one Pub/Sub connection each, because each release publishes
+// on every server it runs on: a paused or unreachable minority delays no
+// wake-up. Waiters only change a map; a goroutine per server does the
+// network I/O, each call bounded by Timeout (docs/lockx.md, "The algorithm",
+// Waiting). A message is a release id after a release (the same on every
+// server of one release, so that it wakes once), "holder:token" after a
+// hand-over, or empty after a hand-over's plain release.
 type waker struct {
-	rdb     redis.UniversalClient
+	subs    []*subscription
 	timeout time.Duration
 
-	mu      sync.Mutex
-	waiters map[string]map[chan int64]string // channel -> waiter -> its holder token
-	started bool
-	closed  bool
+	mu       sync.Mutex
+	channels map[string]*listeners
+	started  bool
+	closed   bool
 
-	kick chan struct{} // the set of channels changed (buffered: one pending kick)
 	done chan struct{} // closed by close
 }
 
-func newWaker(rdb redis.UniversalClient, timeout time.Duration) *waker {
-	return &waker{
-		rdb:     rdb,
-		timeout: timeout,
-		waiters: map[string]map[chan int64]string{},
-		kick:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
-	}
+// listeners are the waiters of one channel and the release ids already
+// delivered on it (the newest last, at most twice as many as servers).
+type listeners struct {
+	waiters map[chan int64]string // waiter -> its holder token
+	seen    []string
 }
+
+// subscription is the waker's Pub/Sub connection to one server.
+type subscription struct {
+	rdb  redis.UniversalClient
+	kick chan struct{} // the set of channels changed (buffered: one pending kick)
+}
+
+func newWaker(nodes []redis.UniversalClient, timeout time.Duration) *waker {
+	w := &waker{timeout: timeout, channels: map[string]*listeners{}, done: make(chan struct{})}
+	for _, rdb := range nodes {
+		w.subs = append(w.subs, &subscription{rdb: rdb, kick: make(chan struct{}, 1)})
+	}
+	return w
+}
+
+// releaseID returns a new release id: it never contains ':', which
+// distinguishes it from a hand-over.
+func releaseID() string { return strconv.FormatUint(rand.Uint64(), 36) }
 
 // A registration is one waiter's place on a channel. Its c receives
 // (without blocking the sender; one pending value at most) 0 after a plain
@@ -56,38 +75,20 @@ func (w *waker) wait(ch, holder string) *registration {
 	if w.closed {
 		return r
 	}
-	set := w.waiters[ch]
-	if set == nil {
-		set = map[chan int64]string{}
-		w.waiters[ch] = set
+	ls := w.channels[ch]
+	if ls == nil {
+		ls = &listeners{waiters: map[chan int64]string{}}
+		w.channels[ch] = ls
 		w.changed()
 	}
-	set[r.c] = holder
+	ls.waiters[r.c] = holder
 	if !w.started {
 		w.started = true
-		go w.run()
-	}
-	return r
-}
-
-// rehome moves the registration to a new holder token: from now on only
-// hand-overs to that token reach it, and a pending message is dropped. A
-// nil registration does nothing.
-func (r *registration) rehome(holder string) {
-	if r == nil {
-		return
-	}
-	r.w.mu.Lock()
-	defer r.w.mu.Unlock()
-	if set := r.w.waiters[r.ch]; set != nil {
-		if _, ok := set[r.c]; ok {
-			set[r.c] = holder
+		for _, s := range w.subs {
+			go w.run(s)
 		}
 	}
-	select {
-	case <-r.c:
-	default:
-	}
+	return r
 }
 
 // stop ends the registration.
@@ -95,28 +96,33 @@ func (r *registration) stop() {
 	w := r.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	set := w.waiters[r.ch]
-	delete(set, r.c)
-	if len(set) == 0 && set != nil {
-		delete(w.waiters, r.ch)
+	ls := w.channels[r.ch]
+	if ls == nil {
+		return
+	}
+	delete(ls.waiters, r.c)
+	if len(ls.waiters) == 0 {
+		delete(w.channels, r.ch)
 		w.changed()
 	}
 }
 
-// changed tells the subscriber goroutine to bring the subscription up to
-// date. Called with w.mu held; never blocks.
+// changed tells the subscriber goroutines to bring their subscriptions up
+// to date. Called with w.mu held; never blocks.
 func (w *waker) changed() {
-	select {
-	case w.kick <- struct{}{}:
-	default:
+	for _, s := range w.subs {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// run keeps the subscription equal to the channels that have waiters: it
+// run keeps s's subscription equal to the channels that have waiters: it
 // subscribes and unsubscribes as they come and go, and tries again a moment
 // later when a call fails.
-func (w *waker) run() {
-	ps := w.rdb.Subscribe(context.Background())
+func (w *waker) run(s *subscription) {
+	ps := s.rdb.Subscribe(context.Background())
 	defer ps.Close()
 	go w.deliver(ps.Channel())
 	subscribed := map[string]bool{}
@@ -127,18 +133,18 @@ func (w *waker) run() {
 		select {
 		case <-w.done:
 			return
-		case <-w.kick:
+		case <-s.kick:
 		case <-retry.C:
 		}
 		var add, drop []string
 		w.mu.Lock()
-		for ch := range w.waiters {
+		for ch := range w.channels {
 			if !subscribed[ch] {
 				add = append(add, ch)
 			}
 		}
 		for ch := range subscribed {
-			if w.waiters[ch] == nil {
+			if w.channels[ch] == nil {
 				drop = append(drop, ch)
 			}
 		}
@@ -168,35 +174,51 @@ func (w *waker) apply(f func(context.Context, ...string) error, chans []string) 
 }
 
 // deliver passes a hand-over to the waiter it names, and wakes one waiter of
-// this process per plain release: the lock can go to one holder only, and
-// waking them all would make every waiter retry at once (quadratic attempts
-// under contention). A waiter that loses its retry to another process waits
-// for the next release or its backoff.
+// this process per plain release (once, although every server of the
+// release sends it): the lock can go to one holder only, and waking them
+// all would make every waiter retry at once (quadratic attempts under
+// contention). A waiter that loses its retry to another process waits for
+// the next release or its backoff.
 func (w *waker) deliver(msgs <-chan *redis.Message) {
 	for m := range msgs {
 		w.mu.Lock()
-		if holder, token, ok := handedTo(m.Payload); ok {
-			for c, h := range w.waiters[m.Channel] {
-				if h == holder {
-					select { // replace a pending plain wake-up
-					case <-c:
-					default:
-					}
-					c <- token
-					break
-				}
-			}
-		} else {
-			for c := range w.waiters[m.Channel] {
-				select {
-				case c <- 0:
-				default:
-					continue // already signalled: wake another
-				}
-				break
-			}
+		if ls := w.channels[m.Channel]; ls != nil {
+			w.deliverTo(ls, m.Payload)
 		}
 		w.mu.Unlock()
+	}
+}
+
+// deliverTo delivers one message to ls. Called with w.mu held.
+func (w *waker) deliverTo(ls *listeners, payload string) {
+	if holder, token, ok := handedTo(payload); ok {
+		for c, h := range ls.waiters {
+			if h == holder {
+				select { // replace a pending plain wake-up
+				case <-c:
+				default:
+				}
+				c <- token
+				return
+			}
+		}
+		return
+	}
+	if payload != "" {
+		if slices.Contains(ls.seen, payload) {
+			return // another server's copy of a release already delivered
+		}
+		if len(ls.seen) == 2*len(w.subs) {
+			ls.seen = ls.seen[1:]
+		}
+		ls.seen = append(ls.seen, payload)
+	}
+	for c := range ls.waiters {
+		select {
+		case c <- 0:
+			return
+		default: // already signalled: wake another
+		}
 	}
 }
 
@@ -210,8 +232,8 @@ func handedTo(payload string) (holder string, token int64, ok bool) {
 	return holder, token, err == nil && token > 0
 }
 
-// close tells the subscriber goroutine to close the subscription and end.
-// It does not wait for it: with a paused server, go-redis may hold the
+// close tells the subscriber goroutines to close their subscriptions and
+// end. It does not wait for them: with a paused server, go-redis may hold a
 // subscription's connection for its dial and read timeouts.
 func (w *waker) close() error {
 	w.mu.Lock()

@@ -27,19 +27,19 @@ func ClusterArgs() []string {
 type Cluster struct {
 	// Client is connected to every master, closed when the test ends.
 	Client *redis.ClusterClient
-	// Servers are the masters in slot order: Servers[0] serves slot 0.
-	Servers []*Server
+	// Nodes are the masters in slot order: Nodes[0] serves slot 0.
+	Nodes []*Node
 }
 
-// NewCluster starts a cluster of the given number of masters for the test,
-// as New starts a server, and returns once it is formed (FormCluster).
-func NewCluster(tb TB, masters int) *Cluster {
+// RedisCluster starts a cluster of the given number of masters for the
+// test, as New starts a server, and returns once it is formed (FormCluster).
+func RedisCluster(tb TB, masters int) *Cluster {
 	tb.Helper()
-	servers := make([]*Server, masters)
+	nodes := make([]*Node, masters)
 	addrs := make([]string, masters)
-	for i := range servers {
-		servers[i] = New(tb, ClusterArgs()...)
-		addrs[i] = servers[i].Addr()
+	for i := range nodes {
+		nodes[i] = &Node{s: New(tb, ClusterArgs()...), tb: tb}
+		addrs[i] = nodes[i].Addr()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -48,7 +48,7 @@ func NewCluster(tb TB, masters int) *Cluster {
 	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 	tb.Cleanup(func() { _ = c.Close() })
-	return &Cluster{Client: c, Servers: servers}
+	return &Cluster{Client: c, Nodes: nodes}
 }
 
 // FormCluster makes the cluster-enabled servers at addrs (started with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -77,16 +78,16 @@ func TestKillRefusesConnections(t *testing.T) {
 	redistest.Must(t, c.Ping(ctx).Err())
 }
 
-// TestNewClusterSpreadsTheSlots: each of three masters holds a share of
+// TestRedisClusterSpreadsTheSlots: each of three masters holds a share of
 // 300 keys.
-func TestNewClusterSpreadsTheSlots(t *testing.T) {
+func TestRedisClusterSpreadsTheSlots(t *testing.T) {
 	ctx := context.Background()
-	cl := redistest.NewCluster(t, 3)
+	cl := redistest.RedisCluster(t, 3)
 	for i := range 300 {
 		redistest.Must(t, cl.Client.Set(ctx, fmt.Sprintf("%s%d", redistest.Key(t), i), i, 0).Err())
 	}
-	for _, s := range cl.Servers {
-		if n, err := redistest.Client(t, s).DBSize(ctx).Result(); err != nil || n < 50 {
+	for _, s := range cl.Nodes {
+		if n, err := s.Client().DBSize(ctx).Result(); err != nil || n < 50 {
 			t.Errorf("master %s holds %d of 300 keys (%v)", s.Addr(), n, err)
 		}
 	}
@@ -98,5 +99,16 @@ func TestKeysAreUnique(t *testing.T) {
 	a, b := redistest.Key(t), redistest.Key(t)
 	if a == b || a[:len(t.Name())] != t.Name() {
 		t.Fatalf("Key gave %q and %q", a, b)
+	}
+}
+
+// TestUnansweringAddressTimesOut: a dial to it neither connects nor is
+// refused; it ends at the dialer's own timeout.
+func TestUnansweringAddressTimesOut(t *testing.T) {
+	addr := redistest.Unanswering(t)
+	_, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("dial %s: %v, want a timeout", addr, err)
 	}
 }

@@ -95,7 +95,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 		skew       atomic.Int64 // the second instance's clock offset, in ns
 	)
 	for i := range 2 {
-		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, MaxRetries: -1,
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, MaxRetries: -1, ContextTimeoutEnabled: true,
 			DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond,
 			NewClient: func(opt *redis.Options) *redis.Client {
 				if p, ok := proxyOf[opt.Addr]; ok {
@@ -109,7 +109,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 			now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 		}
 		c, err := cachex.New(rdb, cachex.JSON[int64]{}, cachex.Options{Name: "torture" + strconv.Itoa(i), Prefix: "torture:",
-			TTL: cfg.TTL, Timeout: 100 * time.Millisecond, Now: now})
+			TTL: cfg.TTL, Timeout: 100 * time.Millisecond}, cachex.WithClock(now))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrSetup, err)
 		}

@@ -159,14 +159,12 @@ func (s holdState) apply(op holdOp) []holdState {
 	return []holdState{s}
 }
 
-// checkHolds checks ops against holdsModel and, when they are not
-// linearizable, writes porcupine's visualisation to
+// checkHolds checks ops against holdsModel. When they are not
+// linearizable it names the first key whose answers no order explains, with
+// its operations, and writes porcupine's visualisation to
 // outDir/linearizability.html.
 func checkHolds(ops []holdOp, outDir string) []Anomaly {
-	hist := make([]porcupine.Operation, len(ops))
-	for i, op := range ops {
-		hist[i] = porcupine.Operation{ClientId: op.client, Input: op, Call: op.call, Return: op.ret}
-	}
+	hist := holdsHistory(ops)
 	model := holdsModel()
 	res, info := porcupine.CheckOperationsVerbose(model, hist, time.Minute)
 	switch res {
@@ -177,6 +175,7 @@ func checkHolds(ops []holdOp, outDir string) []Anomaly {
 	}
 	a := Anomaly{Check: checkHoldsName,
 		Detail: fmt.Sprintf("the %d operations on holds are not linearizable: some key's answers cannot be explained by any order", len(ops))}
+	a.Excerpt = unexplainedKey(model, hist)
 	if outDir != "" {
 		path := filepath.Join(outDir, "linearizability.html")
 		if err := os.MkdirAll(outDir, 0o755); err == nil {
@@ -186,4 +185,47 @@ func checkHolds(ops []holdOp, outDir string) []Anomaly {
 		}
 	}
 	return []Anomaly{a}
+}
+
+// holdsHistory turns ops into porcupine's operations. An operation whose
+// outcome is unknown may land any time until the history's end: a stopped
+// instance, or a request still queued when its client gave up, can take
+// effect after the client stopped waiting.
+func holdsHistory(ops []holdOp) []porcupine.Operation {
+	var end int64
+	for _, op := range ops {
+		end = max(end, op.ret)
+	}
+	hist := make([]porcupine.Operation, len(ops))
+	for i, op := range ops {
+		ret := op.ret
+		if op.outcome == "unknown" {
+			ret = end + 1
+		}
+		hist[i] = porcupine.Operation{ClientId: op.client, Input: op, Call: op.call, Return: ret}
+	}
+	return hist
+}
+
+// unexplainedKey returns, one line each, the operations of the first key
+// whose history alone is not linearizable, with times relative to its first
+// call, so that a failed run's log says what happened without its files.
+func unexplainedKey(model porcupine.Model, hist []porcupine.Operation) []string {
+	for _, part := range model.Partition(hist) {
+		if porcupine.CheckOperations(model, part) {
+			continue
+		}
+		t0 := part[0].Call
+		for _, op := range part {
+			t0 = min(t0, op.Call)
+		}
+		lines := make([]string, 0, len(part))
+		for _, op := range part {
+			h := op.Input.(holdOp)
+			lines = append(lines, fmt.Sprintf("client %d, %v to %v: %s, expires %s", op.ClientId,
+				time.Duration(op.Call-t0), time.Duration(op.Return-t0), model.DescribeOperation(h, nil), time.Unix(0, h.expires).Format("15:04:05.000")))
+		}
+		return lines
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,6 +129,9 @@ func TestHoldsModelCatchesACancelThatDidNotEnd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "linearizability.html")); err != nil {
 		t.Error(err)
 	}
+	if ex := as[0].Excerpt; len(ex) != 4 || !strings.Contains(ex[1], "cancel k → done cancelled") {
+		t.Errorf("the anomaly should list the key's three operations and the visualisation: %q", ex)
+	}
 	// A refusal of a key whose hold exists, and an expiry before expires_at,
 	// are caught too.
 	refused := append(hist("cancelled")[:1], holdOp{client: 1, key: "k", kind: "reserve", outcome: "refused", call: 30, ret: 40})
@@ -139,5 +143,25 @@ func TestHoldsModelCatchesACancelThatDidNotEnd(t *testing.T) {
 		if as := checkHolds(h, ""); len(as) != 1 {
 			t.Errorf("%s: %v", name, as)
 		}
+	}
+}
+
+// TestHoldsModelLetsAnUnansweredCancelLandLate: a cancel whose client gave
+// up (its instance stopped) can take effect after a later read still saw
+// the hold active; the model must accept that, and still catch a hold seen
+// active after a cancel that landed.
+func TestHoldsModelLetsAnUnansweredCancelLandLate(t *testing.T) {
+	hist := []holdOp{
+		{client: 0, key: "k", kind: "reserve", outcome: "created", id: 7, status: "active", expires: 1e18, call: 10, ret: 20},
+		{client: 0, key: "k", kind: "cancel", outcome: "unknown", id: 7, call: 30, ret: 40},
+		{client: 0, key: "k", kind: "read", outcome: "done", id: 7, status: "active", call: 50, ret: 60},
+		{client: 0, key: "k", kind: "read", outcome: "done", id: 7, status: "cancelled", call: 70, ret: 80},
+	}
+	if as := checkHolds(hist, ""); len(as) != 0 {
+		t.Errorf("a cancel that landed after its client gave up: %v", as)
+	}
+	hist = append(hist, holdOp{client: 1, key: "k", kind: "read", outcome: "done", id: 7, status: "active", call: 90, ret: 100})
+	if as := checkHolds(hist, ""); len(as) != 1 {
+		t.Errorf("a hold active after a read saw it cancelled: %v", as)
 	}
 }

@@ -38,14 +38,16 @@ func (m *lagMonitor) run(ctx context.Context) {
 	}
 }
 
-// max returns the largest lag of a wake-up from from to to (a goroutine
-// that woke at to may have been waiting since to - its lag).
+// max returns the largest lag of a stall that overlaps from..to. A sample
+// stands for a stall from at-late to at: the monitor may wake after the
+// goroutine whose signal the stall delayed, so a stall is matched by when it
+// happened, not by when the monitor noticed it.
 func (m *lagMonitor) max(from, to time.Time) time.Duration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out time.Duration
 	for _, s := range m.late {
-		if !s.at.Before(from) && !s.at.After(to.Add(lagTick)) {
+		if !s.at.Before(from) && !s.at.Add(-s.late).After(to) {
 			out = max(out, s.late)
 		}
 	}

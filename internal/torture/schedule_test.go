@@ -74,4 +74,16 @@ func TestLossTimingAllowsTheProcesssOwnLag(t *testing.T) {
 	if a := checkLossTiming(acqs, ttl, starved); len(a) != 0 {
 		t.Errorf("a signal late by the process's own lag: %v", a)
 	}
+	// The monitor noticed the same stall after the signal: it still counts
+	// (a 30-minute run at a load of 43 flagged two losses signalled 217 ms
+	// late at the same microsecond, each after one stall of the process).
+	after := &lagMonitor{late: []lagSample{{at: start.Add(ttl + 330*time.Millisecond), late: 320 * time.Millisecond}}}
+	if a := checkLossTiming(acqs, ttl, after); len(a) != 0 {
+		t.Errorf("a signal late by a stall the monitor noticed afterwards: %v", a)
+	}
+	// A stall that ended before the lock could expire excuses nothing.
+	before := &lagMonitor{late: []lagSample{{at: start.Add(ttl - 200*time.Millisecond), late: 400 * time.Millisecond}}}
+	if a := checkLossTiming(acqs, ttl, before); len(a) != 1 {
+		t.Errorf("a stall over before the expiry: %v, want one anomaly", a)
+	}
 }

@@ -5,9 +5,10 @@
 #
 # The release is the one tools/jaeger/go.mod requires (go.sum checks it).
 # Its sources are copied from the module cache into a temporary directory,
-# memory-only.patch removes the storage backends the project does not use,
-# and main.go becomes cmd/jaeger/stampede there: a collector with the OTLP
-# receiver, the batch processor, the memory storage and the query service.
+# trim (go run ./trim) cuts the storage backends the project does not use
+# out of them, and main.go becomes cmd/jaeger/stampede there: a collector
+# with the OTLP receiver, the batch processor, the memory storage and the
+# query service. The build stops if it would link a package trim cut out.
 # The build uses the release's own go.mod and go.sum, so every dependency is
 # at the version Jaeger released with; -trimpath keeps the build cache valid
 # across the temporary directories, and -s -w (no symbol table, no DWARF)
@@ -32,9 +33,14 @@ src=$(mktemp -d)
 trap 'rm -rf "$src"' EXIT
 cp -R "$mod/." "$src"
 chmod -R u+w "$src"
-patch --quiet --forward --fuzz=0 -p1 -d "$src" <"$here/memory-only.patch"
+"$go" -C "$here" run ./trim "$src" >"$src/trimmed"
 mkdir "$src/cmd/jaeger/stampede"
 cp "$here/main.go" "$src/cmd/jaeger/stampede/main.go"
+"$go" -C "$src" list -deps ./cmd/jaeger/stampede/main.go >"$src/deps"
+if grep -Fx -f "$src/trimmed" "$src/deps" >&2; then
+	echo "build.sh: the build would still link these packages, which trim cut out" >&2
+	exit 1
+fi
 
 # main.go is named as a file: its build tag keeps it out of tools/jaeger's
 # packages, and a file named on the command line is built regardless.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -36,6 +37,13 @@ type Span struct {
 	Label    string
 }
 
+// Mark is a vertical dashed line a Chart draws at X, with Label written
+// left of it at the top: where a phase's schedule ended, say.
+type Mark struct {
+	X     float64
+	Label string
+}
+
 // Chart is one PNG line chart. A Chart without any drawable point, the zero
 // Chart included, renders as an empty plot (with its title and labels), so a
 // scenario never loses its report because a series stayed empty.
@@ -46,9 +54,12 @@ type Chart struct {
 	File                  string
 	Title, XLabel, YLabel string
 	Lines                 []Line
-	// LogY makes the Y axis log10 (for latencies). Y values <= 0 cannot be
-	// drawn on it and are treated as gaps.
+	// LogY makes the Y axis log10 (for latencies); the axis label then
+	// ends in "(log scale)". Y values <= 0 cannot be drawn on it and are
+	// treated as gaps.
 	LogY bool
+	// Marks are drawn over the lines.
+	Marks []Mark
 	// Shade is drawn behind the lines, for example an outage window.
 	Shade []Span
 	// YMin and YMax, when set, fix that end of the Y axis (a hit ratio
@@ -102,6 +113,11 @@ func (c Chart) validate() error {
 			if math.IsNaN(x) || math.IsInf(x, 0) {
 				return fmt.Errorf("line %d (%q): X[%d] is %v; only Y may be NaN (a gap)", i, l.Name, j, x)
 			}
+		}
+	}
+	for i, m := range c.Marks {
+		if math.IsNaN(m.X) || math.IsInf(m.X, 0) {
+			return fmt.Errorf("mark %d (%q): X is %v, want a finite value", i, m.Label, m.X)
 		}
 	}
 	for i, s := range c.Shade {
@@ -174,6 +190,15 @@ func (c Chart) WritePNG(path string) error {
 	return errors.Join(err, f.Close())
 }
 
+// yLabel is the Y axis label: YLabel, followed by "(log scale)" on a log
+// axis.
+func (c Chart) yLabel() string {
+	if c.LogY {
+		return strings.TrimSpace(c.YLabel + " (log scale)")
+	}
+	return c.YLabel
+}
+
 // draw renders the validated chart onto dc.
 func (c Chart) draw(dc draw.Canvas) {
 	p := plot.New()
@@ -181,7 +206,7 @@ func (c Chart) draw(dc draw.Canvas) {
 	p.Title.TextStyle.Font.Size = vg.Points(14)
 	p.Title.Padding = vg.Points(6)
 	p.X.Label.Text = c.XLabel
-	p.Y.Label.Text = c.YLabel
+	p.Y.Label.Text = c.yLabel()
 	p.X.Tick.Marker = plainTicks{}
 	p.Y.Tick.Marker = plainTicks{}
 
@@ -215,10 +240,16 @@ func (c Chart) draw(dc draw.Canvas) {
 		}
 	}
 
-	// Shade spans widen the X axis; plot.Add only knows the lines.
+	// Shade spans and marks widen the X axis; plot.Add only knows the
+	// lines.
 	for _, s := range c.Shade {
 		p.X.Min = math.Min(p.X.Min, s.From)
 		p.X.Max = math.Max(p.X.Max, s.To)
+	}
+	for _, m := range c.Marks {
+		p.Add(mark{m})
+		p.X.Min = math.Min(p.X.Min, m.X)
+		p.X.Max = math.Max(p.X.Max, m.X)
 	}
 	c.setYRange(&p.Y)
 
@@ -332,6 +363,33 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// markColor is the stroke of a Mark.
+func markColor() color.Color { return color.Gray{Y: 0x30} }
+
+// mark draws one Mark as a dashed full-height line with its label.
+type mark struct{ Mark }
+
+// Plot implements plot.Plotter.
+func (m mark) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	x := trX(m.X)
+	if x < c.Min.X || x > c.Max.X {
+		return
+	}
+	c.StrokeLine2(draw.LineStyle{Color: markColor(), Width: vg.Points(1), Dashes: []vg.Length{vg.Points(4), vg.Points(3)}},
+		x, c.Min.Y, x, c.Max.Y)
+	if m.Label != "" {
+		sty := text.Style{
+			Color:   markColor(),
+			Font:    font.From(plot.DefaultFont, vg.Points(9)),
+			XAlign:  draw.XRight,
+			YAlign:  draw.YTop,
+			Handler: p.TextHandler,
+		}
+		c.FillText(sty, vg.Point{X: x - vg.Points(3), Y: c.Max.Y - vg.Points(3)}, m.Label)
+	}
 }
 
 // shadeColor is the fill of a Span's band.

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -33,8 +34,11 @@ type TraceSpan struct {
 	// StartUs is the start in microseconds since the Unix epoch.
 	StartUs    int64 `json:"start_us"`
 	DurationUs int64 `json:"duration_us"`
-	// Error marks a span that recorded an error; it is drawn red.
-	Error bool `json:"error,omitempty"`
+	// Error marks a span that recorded an error; it is drawn red, with
+	// ErrorMessage (its status description, when it gave one) right of its
+	// bar.
+	Error        bool   `json:"error,omitempty"`
+	ErrorMessage string `json:"error_message,omitempty"`
 	// Detail is what the span says it came to (a cache read's outcome, a
 	// recompute's reason, a lock's result), shown after its name.
 	Detail string `json:"detail,omitempty"`
@@ -105,7 +109,9 @@ func WaterfallRows(spans []TraceSpan) []WaterfallRow {
 // Waterfall is one PNG chart of a trace: a horizontal bar per span in
 // WaterfallRows order, from its start to its end in milliseconds since the
 // trace's first span started, labelled on the left with its name (indented
-// by depth) and duration.
+// by depth), its outcome (Detail, in brackets) and duration. A span that
+// recorded an error is red, with its error message right of its bar; a
+// legend says so.
 type Waterfall struct {
 	// File is the PNG's name inside the report directory, as Chart.File.
 	File  string
@@ -153,7 +159,7 @@ func drawWaterfall(dc draw.Canvas, title string, rows []WaterfallRow) {
 	p.Title.Text = title
 	p.Title.TextStyle.Font.Size = vg.Points(14)
 	p.Title.Padding = vg.Points(6)
-	p.X.Label.Text = "ms since the trace's first span started"
+	p.X.Label.Text = "ms since the trace's first span started;  (…) after a name: what the span came to"
 	p.X.Tick.Marker = plainTicks{}
 
 	grid := plotter.NewGrid()
@@ -179,7 +185,54 @@ func drawWaterfall(dc draw.Canvas, title string, rows []WaterfallRow) {
 	p.Y.Tick.Label.Font = font.Font{Typeface: plot.DefaultFont.Typeface, Variant: "Mono", Size: vg.Points(9)}
 
 	const margin = 8
-	p.Draw(draw.Crop(dc, vg.Points(margin), vg.Points(-margin), vg.Points(margin/2), vg.Points(-margin)))
+	area := draw.Crop(dc, vg.Points(margin), vg.Points(-margin), vg.Points(margin/2), vg.Points(-margin))
+	// The legend is a line under the title.
+	top := area.Max.Y
+	if title != "" {
+		top -= p.Title.TextStyle.Rectangle(title).Size().Y + p.Title.Padding
+	}
+	// plot.Draw paints the background first: the legend goes on after it,
+	// in the room the larger title padding leaves.
+	p.Title.Padding += waterfallLegendHeight(p)
+	p.Draw(area)
+	drawWaterfallLegend(area, top, p)
+}
+
+// waterfallLegend is the waterfall's key: a colour each, and what it means.
+var waterfallLegend = []struct {
+	color int // index in chartColors
+	text  string
+}{
+	{0, "span"},
+	{3, "span that recorded an error (its message right of the bar)"},
+}
+
+// legendStyle is the waterfall legend's text style.
+func legendStyle(p *plot.Plot) text.Style {
+	return text.Style{Color: color.Gray{Y: 0x30}, Font: font.From(plot.DefaultFont, vg.Points(10)),
+		XAlign: draw.XLeft, YAlign: draw.YCenter, Handler: p.TextHandler}
+}
+
+// waterfallLegendHeight is the height of the legend's line.
+func waterfallLegendHeight(p *plot.Plot) vg.Length {
+	return legendStyle(p).Rectangle("M").Size().Y + vg.Points(6)
+}
+
+// drawWaterfallLegend writes the legend on one line below y, starting at
+// c's left.
+func drawWaterfallLegend(c draw.Canvas, y vg.Length, p *plot.Plot) {
+	sty := legendStyle(p)
+	size := vg.Points(9)
+	line := waterfallLegendHeight(p)
+	mid := y - line/2
+	x := c.Min.X + vg.Points(4)
+	for _, e := range waterfallLegend {
+		c.FillPolygon(chartColors[e.color], []vg.Point{{X: x, Y: mid - size/2}, {X: x + size, Y: mid - size/2},
+			{X: x + size, Y: mid + size/2}, {X: x, Y: mid + size/2}})
+		x += size + vg.Points(4)
+		c.FillText(sty, vg.Point{X: x, Y: mid}, e.text)
+		x += sty.Rectangle(e.text).Size().X + vg.Points(16)
+	}
 }
 
 // waterfallLabels returns each row's label: its name indented two spaces
@@ -258,7 +311,32 @@ func (b waterfallBars) Plot(c draw.Canvas, p *plot.Plot) {
 			col = chartColors[3]
 		}
 		c.FillPolygon(col, c.ClipPolygonXY([]vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}}))
+		if r.Span.Error {
+			b.errorText(c, p, r.Span.ErrorMessage, x1, trY(y))
+		}
 	}
+}
+
+// maxErrorText bounds the error message drawn beside a bar, in characters.
+const maxErrorText = 60
+
+// errorText writes "error: msg" right of a red bar ending at x, at row
+// height y, or left of the bar's end when it would run out of the plot.
+func (b waterfallBars) errorText(c draw.Canvas, p *plot.Plot, msg string, x, y vg.Length) {
+	if msg == "" {
+		msg = "(no message)"
+	}
+	if utf8.RuneCountInString(msg) > maxErrorText {
+		msg = string([]rune(msg)[:maxErrorText-1]) + "…"
+	}
+	msg = "error: " + msg
+	sty := text.Style{Color: chartColors[3], Font: font.From(plot.DefaultFont, vg.Points(8)),
+		XAlign: draw.XLeft, YAlign: draw.YCenter, Handler: p.TextHandler}
+	at := x + vg.Points(3)
+	if at+sty.Rectangle(msg).Size().X > c.Max.X {
+		sty.XAlign, sty.Color, at = draw.XRight, color.White, x-vg.Points(3)
+	}
+	c.FillText(sty, vg.Point{X: at, Y: y}, msg)
 }
 
 // DataRange implements plot.DataRanger: X from 0 to the last span's end.

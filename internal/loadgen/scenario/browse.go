@@ -183,7 +183,7 @@ func (bs *Browse) Run(ctx context.Context, e *Env) (err error) {
 		return err
 	}
 	sum.finish(rs, hists, tl)
-	return e.conclude(ctx, bs.Name(), sum, &sum.Verdict, sum.ErrorRate)
+	return e.conclude(ctx, bs.Name(), sum, &sum.Verdict, &sum.Load)
 }
 
 // simulateOutage turns the cache Redis fault knob on at -outage-at and off

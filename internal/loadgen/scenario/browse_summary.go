@@ -181,5 +181,5 @@ func (s *BrowseSummary) Report() report.Report {
 		intro += fmt.Sprintf(" The cache's Redis was unavailable (fault knob cache_redis_down_percent=100) from %gs to %gs.",
 			s.OutageAtSeconds, s.OutageAtSeconds+s.OutageForSeconds)
 	}
-	return s.Traces.addTo(report.Report{Title: "Browse", Intro: intro, Tables: []report.Table{eps, segs}, Charts: []report.Chart{latency, db, hits, errs}, Notes: s.Failures})
+	return s.Traces.addTo(report.Report{Title: "Browse", Intro: withConditions(intro, s.Conditions), Tables: []report.Table{eps, segs}, Charts: []report.Chart{latency, db, hits, errs}, Notes: s.Failures})
 }

@@ -46,23 +46,29 @@ type Config struct {
 	PauseDemo    *url.URL // a running demo's -metrics-addr to pause during the run; nil: none
 	TraceSample  float64  // fraction of requests whose traceparent is flagged sampled
 	JaegerURL    string   // Jaeger query service for trace links and waterfalls; "": none
+	Conditions   string   // how busy the machine was, recorded in the summary; "": not said
 
 	HotKeys HotKeys      // stampede, demo
 	Mix     Mix          // browse, demo
 	Reserve Reservations // reserve, lostlock, demo
 }
 
-// register adds the shared flags to fs. getenv supplies the LOADGEN_TARGET
-// and ADMIN_TOKEN fallbacks.
+// register adds the shared flags to fs. getenv supplies the fallbacks
+// LOADGEN_TARGET, LOADGEN_METRICS_ADDR, LOADGEN_CONDITIONS, ADMIN_TOKEN and
+// JAEGER_URL (make run-local writes all but LOADGEN_CONDITIONS to .run/env).
 func (c *Config) register(fs *flag.FlagSet, target, pauseDemo, jaeger *string, getenv func(string) string) {
 	targetDefault := defaultTarget
 	if v := getenv("LOADGEN_TARGET"); v != "" {
 		targetDefault = v
 	}
 	fs.StringVar(target, "target", targetDefault,
-		"base URL of the stampede API, or several replicas' URLs comma-separated (load is spread round robin, admin changes go to all); the only hosts loadgen talks to (env LOADGEN_TARGET)")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", defaultMetricsAddr,
-		"listen address of loadgen's own /metrics (and, for demo, /demo/pause and /demo/resume); empty disables it")
+		"base URL of the stampede API, or several replicas' URLs comma-separated (load is spread round robin, admin changes go to all); the only hosts loadgen talks to (env LOADGEN_TARGET: make run-local writes its API's to .run/env)")
+	metricsDefault := defaultMetricsAddr
+	if v := getenv("LOADGEN_METRICS_ADDR"); v != "" {
+		metricsDefault = v
+	}
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", metricsDefault,
+		"listen address of loadgen's own /metrics (and, for demo, /demo/pause and /demo/resume); empty disables it (env LOADGEN_METRICS_ADDR: make run-local writes the address its Prometheus scrapes to .run/env)")
 	fs.BoolVar(&c.AllowRemote, "allow-remote", false,
 		"allow a -target that is not loopback (127.0.0.0/8, ::1, localhost); default off, so load never leaves the machine by accident")
 	fs.Float64Var(&c.Rate, "rate", defaultRate,
@@ -78,13 +84,15 @@ func (c *Config) register(fs *flag.FlagSet, target, pauseDemo, jaeger *string, g
 	fs.StringVar(&c.ReportDir, "report-dir", "",
 		"where stampede, browse, reserve, lostlock and capacity write summary.json, report.md and the PNG charts (default: a new scratch directory, printed at the end)")
 	fs.Float64Var(&c.MaxErrorRate, "max-error-rate", defaultMaxErrorRate,
-		"fail the run when (errors + dropped) / scheduled requests exceeds this (capacity: a step whose ratio exceeds it fails and ends the class's ramp)")
+		"browse, and stampede's xfetch phases: fail when more than this share of the requests sent failed (errors / sent; arrivals dropped at -max-in-flight, the machine not keeping up, are reported, not bounded); reserve, lostlock: when (errors + dropped) / scheduled exceeds it; capacity: a step whose (errors + dropped) / scheduled exceeds it fails and ends the class's ramp")
 	fs.StringVar(pauseDemo, "pause-demo", "",
 		"base URL of a running demo's -metrics-addr (e.g. http://127.0.0.1:9102): pause it for this run and resume it after, so it does not change the API's settings under the run")
 	fs.Float64Var(&c.TraceSample, "trace-sample", 1,
 		"fraction (0..1) of requests whose W3C traceparent header is flagged sampled, so that the API (parent-based sampler) records their traces; the others carry a traceparent flagged 00. Every request but the /metrics scrapes carries a fresh random trace id")
 	fs.StringVar(jaeger, "jaeger-url", getenv("JAEGER_URL"),
 		"base URL of a Jaeger query service (e.g. http://127.0.0.1:16686; make run-local writes its Jaeger's to .run/env): the report links the slowest sampled requests' trace ids to its UI, and after the run loadgen reads the slowest trace of each phase from it (GET /api/traces/ID, for up to 15s) and draws it as trace-PHASE.png; loopback only unless -allow-remote (env JAEGER_URL; default: bare trace ids, no waterfall)")
+	fs.StringVar(&c.Conditions, "conditions", getenv("LOADGEN_CONDITIONS"),
+		"how busy the machine was during the run, e.g. \"busy: 2 CPU hogs\" (make experiments-busy) or \"quiet\"; written to summary.json and the report's introduction (env LOADGEN_CONDITIONS)")
 	c.HotKeys.register(fs)
 	c.Mix.register(fs)
 	c.Reserve.register(fs)

@@ -12,6 +12,8 @@ type LostLockSummary struct {
 	Scenario string `json:"scenario"`
 	Target   string `json:"target"`
 	Stock    int    `json:"stock"`
+	// Conditions is Load.Conditions.
+	Conditions string `json:"conditions,omitempty"`
 	// Modes are the reserve runs, one per mode, in the order run.
 	Modes []ModeRun `json:"modes"`
 	Traces
@@ -59,6 +61,6 @@ func (s *LostLockSummary) Report() report.Report {
 				r.RateRPS, r.Seconds, r.SKUs, s.Target, s.Stock, r.PausePercent, r.PauseMS)
 		}
 	}
-	return s.Traces.addTo(report.Report{Title: "Lost locks: oversold units per reservation mode", Intro: intro,
+	return s.Traces.addTo(report.Report{Title: "Lost locks: oversold units per reservation mode", Intro: withConditions(intro, s.Conditions),
 		Tables: []report.Table{table}, Charts: []report.Chart{chart}, Notes: s.Failures})
 }

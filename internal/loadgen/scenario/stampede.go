@@ -31,6 +31,7 @@ type Stampede struct {
 	cfg           *Config
 	phaseDuration time.Duration
 	force         bool
+	maxDuplicates float64
 }
 
 // minWindows is the shortest phase, in TTL windows, stampede accepts
@@ -55,6 +56,8 @@ func (s *Stampede) register(fs *flag.FlagSet) {
 		"stampede: how long each phase drives load; at least three -cache-ttl windows unless -force")
 	fs.BoolVar(&s.force, "force", false,
 		"stampede: run phases shorter than three -cache-ttl windows (their per-window figures are mostly the first fill)")
+	fs.Float64Var(&s.maxDuplicates, "max-duplicates", defaultMaxDuplicates,
+		"stampede: fail an xfetch phase whose duplicate recomputes (values discarded because another recompute stored the key first) per key per TTL window exceed this; ttl and none phases are baselines, expected to stampede, and never fail on their errors, drops or duplicates")
 }
 
 func (s *Stampede) check() error {
@@ -62,6 +65,8 @@ func (s *Stampede) check() error {
 	switch {
 	case s.phaseDuration <= 0:
 		return fmt.Errorf("-phase-duration must be > 0, got %v", s.phaseDuration)
+	case !(s.maxDuplicates >= 0):
+		return fmt.Errorf("-max-duplicates must be >= 0, got %v", s.maxDuplicates)
 	case s.phaseDuration < minWindows*ttl && !s.force:
 		return fmt.Errorf("-phase-duration %v is shorter than %d -cache-ttl windows (%v): the figures would be mostly the first fill of the cache; lengthen it or pass -force",
 			s.phaseDuration, minWindows, minWindows*ttl)
@@ -73,10 +78,16 @@ func (s *Stampede) check() error {
 // -max-error-rate.
 var errErrorRate = errors.New("error rate above -max-error-rate")
 
+// errPhaseBounds is returned (wrapped) when a bounded stampede phase
+// passed its error-rate or duplicate bound.
+var errPhaseBounds = errors.New("a bounded phase passed its bounds")
+
 // Run runs every phase in turn, writes the report (summary.json,
 // report.md, charts) and a table to stdout, and returns an error when a phase
-// could not run or the error rate passed the threshold (the report is
-// written in that case too). The cache's strategy is set back to what it
+// could not run or a bounded (xfetch) phase passed its error-rate or
+// duplicate bound (the report is written in that case too); a baseline
+// phase (ttl, none) never fails the run: its errors and drops are what it
+// shows. The cache's strategy is set back to what it
 // was on every target when the run ends, however it ends.
 func (s *Stampede) Run(ctx context.Context, e *Env) (err error) {
 	cfg, hk := e.cfg, e.cfg.HotKeys
@@ -92,6 +103,7 @@ func (s *Stampede) Run(ctx context.Context, e *Env) (err error) {
 		CacheTTLSeconds: hk.CacheTTL.Seconds(),
 		WarmupSeconds:   hk.Warmup.Seconds(),
 		HotKeys:         hk.Keys,
+		MaxDuplicates:   s.maxDuplicates,
 		Verdict:         Verdict{MaxErrorRate: cfg.MaxErrorRate},
 	}
 	var scheduled int64
@@ -100,6 +112,8 @@ func (s *Stampede) Run(ctx context.Context, e *Env) (err error) {
 		if err != nil {
 			return fmt.Errorf("phase %s: %w", p.Name, err)
 		}
+		ps.judge(cfg.MaxErrorRate, s.maxDuplicates)
+		sum.Failures = append(sum.Failures, ps.Verdict.Failures...)
 		sum.Phases = append(sum.Phases, ps)
 		sum.Requests += ps.Requests
 		sum.Errors += ps.Errors
@@ -110,7 +124,8 @@ func (s *Stampede) Run(ctx context.Context, e *Env) (err error) {
 	if scheduled > 0 {
 		sum.ErrorRate = float64(sum.Errors+sum.Dropped) / float64(scheduled)
 	}
-	return e.conclude(ctx, s.Name(), sum, &sum.Verdict, sum.ErrorRate)
+	// The run's error rate is a figure: each phase was judged by its own.
+	return e.concludeJudged(ctx, s.Name(), sum, &sum.Verdict, errPhaseBounds)
 }
 
 // saveStrategy reads the category_stats strategy of every target and
@@ -226,8 +241,10 @@ func (s *Stampede) runPhase(ctx context.Context, e *Env, p Phase) (PhaseSummary,
 		ps.RecomputesByReason[reason] = delta("cachex_recomputes_total", map[string]string{"cache": stampedeCache, "reason": reason})
 	}
 	ps.RecomputeErrors = delta("cachex_recomputes_total", map[string]string{"cache": stampedeCache, "status": "error"})
+	ps.Duplicates = delta("cachex_recomputes_discarded_total", cache)
 	if ps.Windows > 0 {
 		ps.RecomputesPerKeyWindow = ps.Recomputes / (float64(hk.Keys) * ps.Windows)
+		ps.DuplicatesPerKeyWindow = ps.Duplicates / (float64(hk.Keys) * ps.Windows)
 	}
 	ps.Gets = delta("cachex_gets_total", cache)
 	for _, result := range getResults {

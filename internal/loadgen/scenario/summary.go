@@ -59,11 +59,23 @@ type Load struct {
 	Errors    int64     `json:"errors"`
 	Dropped   int64     `json:"dropped"`
 	ErrorRate float64   `json:"error_rate"` // (errors + dropped) / scheduled
+	// Conditions says how busy the machine was (-conditions), e.g. "busy:
+	// one CPU hog per core"; the report's introduction repeats it.
+	Conditions string `json:"conditions,omitempty"`
 }
 
 // newLoad starts the Load of a run of scenario.
 func newLoad(scenario string, e *Env) Load {
-	return Load{Scenario: scenario, Target: e.targets.String(), RateRPS: e.cfg.Rate, Started: time.Now().UTC()}
+	return Load{Scenario: scenario, Target: e.targets.String(), RateRPS: e.cfg.Rate, Started: time.Now().UTC(), Conditions: e.cfg.Conditions}
+}
+
+// withConditions appends the machine's conditions to a report's
+// introduction, when the run recorded them.
+func withConditions(intro, conditions string) string {
+	if conditions == "" {
+		return intro
+	}
+	return intro + " Machine: " + conditions + "."
 }
 
 // Verdict closes every summary: the error-rate bound, whether the run
@@ -80,19 +92,38 @@ type summary interface {
 	WriteTable(w io.Writer)
 }
 
-// conclude adds the error rate's failure to v, writes sum's report and
-// table, and returns v's failures as an error wrapping errErrorRate.
-func (e *Env) conclude(ctx context.Context, scenario string, sum summary, v *Verdict, errorRate float64) error {
-	if errorRate > v.MaxErrorRate {
-		v.Failures = append(v.Failures, fmt.Sprintf("error rate %.4f > %.4f", errorRate, v.MaxErrorRate))
+// FailedRate is the share of the requests sent that failed (errors /
+// requests): what -max-error-rate bounds for browse and stampede's bounded
+// phases. Dropped arrivals are not in it: loadgen drops an arrival when
+// -max-in-flight requests are open, which is the machine not keeping up
+// with the schedule (ErrorRate counts them).
+func (l *Load) FailedRate() float64 {
+	if l.Requests == 0 {
+		return 0
 	}
+	return float64(l.Errors) / float64(l.Requests)
+}
+
+// conclude adds the failed requests' failure to v when load's FailedRate
+// passes v's bound, writes sum's report and table, and returns v's
+// failures as an error wrapping errErrorRate.
+func (e *Env) conclude(ctx context.Context, scenario string, sum summary, v *Verdict, load *Load) error {
+	if r := load.FailedRate(); r > v.MaxErrorRate {
+		v.Failures = append(v.Failures, fmt.Sprintf("%d of %d requests failed (%.4f > %.4f)", load.Errors, load.Requests, r, v.MaxErrorRate))
+	}
+	return e.concludeJudged(ctx, scenario, sum, v, errErrorRate)
+}
+
+// concludeJudged writes sum's report and table and returns v's failures,
+// already filled in by the scenario, as an error wrapping failed.
+func (e *Env) concludeJudged(ctx context.Context, scenario string, sum summary, v *Verdict, failed error) error {
 	v.Passed = len(v.Failures) == 0
 	if err := e.writeReport(ctx, scenario, sum); err != nil {
 		return err
 	}
 	sum.WriteTable(e.stdout)
 	if !v.Passed {
-		return fmt.Errorf("%w: %s", errErrorRate, strings.Join(v.Failures, "; "))
+		return fmt.Errorf("%w: %s", failed, strings.Join(v.Failures, "; "))
 	}
 	return nil
 }
@@ -150,15 +181,24 @@ func serverHitRatio(p loadgen.Point, _ float64) float64 {
 }
 
 // errorsChart plots, per run or phase (names, pts), the requests that failed
-// (timeouts, refused connections, 5xx) and the failed scrapes per second,
-// so a hung or dead target shows as errors rather than as a gap.
+// (timeouts, refused connections, 5xx), the arrivals dropped unsent
+// (-max-in-flight reached) and the failed scrapes per second, so a hung or
+// dead target shows as errors rather than as a gap.
 func errorsChart(names []string, pts [][]loadgen.Point, xlabel string) report.Chart {
-	c := report.Chart{File: "errors.png", Title: "Failed requests and failed /metrics scrapes per second", XLabel: xlabel, YLabel: "per second",
+	c := report.Chart{File: "errors.png", Title: "Failed requests, dropped arrivals and failed /metrics scrapes per second", XLabel: xlabel, YLabel: "per second",
 		YMin: ptr(0.0)}
+	series := []struct {
+		name string
+		v    func(loadgen.Point) float64
+	}{
+		{"request errors", func(p loadgen.Point) float64 { return float64(p.Errors) }},
+		{"dropped", func(p loadgen.Point) float64 { return float64(p.Dropped) }},
+		{"scrape errors", func(p loadgen.Point) float64 { return float64(p.ScrapeErrors) }},
+	}
 	for i, name := range names {
-		c.Lines = append(c.Lines,
-			timelineLine(name+"request errors", pts[i], clientRate(func(p loadgen.Point) float64 { return float64(p.Errors) })),
-			timelineLine(name+"scrape errors", pts[i], clientRate(func(p loadgen.Point) float64 { return float64(p.ScrapeErrors) })))
+		for _, sr := range series {
+			c.Lines = append(c.Lines, timelineLine(name+sr.name, pts[i], clientRate(sr.v)))
+		}
 	}
 	return c
 }

@@ -96,11 +96,12 @@ func TestTraceFileNames(t *testing.T) {
 }
 
 // TestSummaryTracesRoundTrip: the tracing fields survive summary.json, a
-// summary written before them (the committed experiment) loads without
-// them and is written back without them, and a replot of a summary with
-// them draws the table and the waterfall, the same bytes each time.
+// summary written before them (experiment 1's, its timelines cut short, in
+// testdata) loads without them and is written back without them, and a
+// replot of a summary with them draws the table and the waterfall, the
+// same bytes each time.
 func TestSummaryTracesRoundTrip(t *testing.T) {
-	old, err := os.ReadFile("../../../docs/experiments/01-stampede/summary.json")
+	old, err := os.ReadFile("testdata/stampede-summary-before-traces.json")
 	if err != nil {
 		t.Fatal(err)
 	}

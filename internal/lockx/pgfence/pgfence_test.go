@@ -12,7 +12,7 @@ import (
 
 	"github.com/stampede-lab/stampede/internal/lockx"
 	"github.com/stampede-lab/stampede/internal/lockx/pgfence"
-	"github.com/stampede-lab/stampede/internal/testenv"
+	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
 // ledger is the fenced row of the tests' own table.
@@ -23,7 +23,7 @@ func ledger(id int64) pgfence.Row {
 // newLedger creates the tests' table with row 1 and returns the database.
 func newLedger(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	db := testenv.Postgres(t)
+	db := database(t)
 	_, err := db.Exec(context.Background(), `
 		CREATE TABLE ledger (id bigint PRIMARY KEY, total integer NOT NULL DEFAULT 0, fence_token bigint NOT NULL DEFAULT 0);
 		INSERT INTO ledger (id) VALUES (1);`)
@@ -50,7 +50,7 @@ func reserve(ctx context.Context, db *pgxpool.Pool, token int64, qty int) error 
 func TestKleppmannScenario(t *testing.T) {
 	ctx := context.Background()
 	db := newLedger(t)
-	node := testenv.Redis(t)
+	node := redistest.New(t)
 	newLocker := func() *lockx.Locker {
 		opt := node.Options()
 		opt.ContextTimeoutEnabled = true
@@ -156,7 +156,7 @@ func TestStaleWriterWaitsForTheNewerTransaction(t *testing.T) {
 func TestTwoHoldersNeverCarryTheSameToken(t *testing.T) {
 	ctx := context.Background()
 	db := newLedger(t)
-	node := testenv.RedisNodes(t, 1)[0]
+	node := redistest.New(t)
 	opt := node.Options()
 	opt.ContextTimeoutEnabled, opt.MaxRetries = true, -1
 	rdb := redis.NewClient(opt)
@@ -170,7 +170,7 @@ func TestTwoHoldersNeverCarryTheSameToken(t *testing.T) {
 	seen := map[int64]int{} // token -> holder
 	for holder := range 20 {
 		if holder%5 == 0 {
-			node.Snapshot() // the next holders' tokens are lost with the crash below
+			redistest.Must(t, node.Snapshot(ctx)) // the next holders' tokens are lost with the crash below
 		}
 		lockA, err := l.Acquire(ctx, "1")
 		if err != nil {
@@ -186,7 +186,7 @@ func TestTwoHoldersNeverCarryTheSameToken(t *testing.T) {
 		}
 		// A holds and pauses; the server crashes and comes back from the
 		// snapshot, without A's lock or its token.
-		node.RestartFromSnapshot()
+		redistest.Must(t, node.RestartFromSnapshot(ctx))
 		lockB, err := l.Acquire(ctx, "1")
 		if err != nil {
 			t.Fatal(err)
@@ -219,7 +219,7 @@ func TestTwoHoldersNeverCarryTheSameToken(t *testing.T) {
 // name.
 func TestNullableTokenColumnAndQualifiedTable(t *testing.T) {
 	ctx := context.Background()
-	db := testenv.Postgres(t)
+	db := database(t)
 	_, err := db.Exec(ctx, `CREATE SCHEMA fenced;
 		CREATE TABLE fenced.stock (sku text PRIMARY KEY, token bigint);
 		INSERT INTO fenced.stock (sku) VALUES ('a');`)

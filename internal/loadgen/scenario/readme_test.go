@@ -1,0 +1,83 @@
+package scenario
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// readmeUnits splits a Markdown text into paragraphs and list items.
+func readmeUnits(text string) []string {
+	var units []string
+	item := regexp.MustCompile(`^(\d+\.|-) `)
+	for _, block := range strings.Split(text, "\n\n") {
+		var cur []string
+		for _, line := range strings.Split(block, "\n") {
+			if item.MatchString(line) && len(cur) > 0 {
+				units = append(units, strings.Join(cur, "\n"))
+				cur = nil
+			}
+			cur = append(cur, item.ReplaceAllString(line, ""))
+		}
+		units = append(units, strings.Join(cur, "\n"))
+	}
+	return units
+}
+
+var (
+	// experimentLink finds a link to an experiment's page or files.
+	experimentLink = regexp.MustCompile(`docs/experiments/(\d\d-[a-z-]+)(?:\.md|/)`)
+	// linkTarget is a Markdown link's or image's target, dropped before
+	// numbers are read (a path is no figure).
+	linkTarget = regexp.MustCompile(`\]\([^)]*\)`)
+	number     = regexp.MustCompile(`\d[\d,]*(?:\.\d+)?`)
+)
+
+// numbers returns the numbers of text, thousands separators dropped.
+func numbers(text string) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range number.FindAllString(text, -1) {
+		out[strings.ReplaceAll(strings.TrimRight(n, ","), ",", "")] = true
+	}
+	return out
+}
+
+// TestReadmeQuotesItsReports: every number in a paragraph or list item of
+// README.md that links one guided experiment (the picture's caption, the
+// list of experiments) occurs in that experiment's committed report.md,
+// which TestCommittedReportsReplotIdentically renders from summary.json. A
+// figure from an older run, or one rounded differently, fails.
+func TestReadmeQuotesItsReports(t *testing.T) {
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, u := range readmeUnits(string(readme)) {
+		linked := map[string]bool{}
+		for _, m := range experimentLink.FindAllStringSubmatch(u, -1) {
+			linked[m[1]] = true
+		}
+		if len(linked) != 1 {
+			continue
+		}
+		for exp := range linked {
+			rep, err := os.ReadFile(filepath.Join("../../../docs/experiments", exp, "report.md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			have := numbers(string(rep))
+			for n := range numbers(linkTarget.ReplaceAllString(u, "]")) {
+				if !have[n] {
+					t.Errorf("README.md quotes %s beside %s, which its report.md does not hold:\n%s", n, exp, u)
+				}
+			}
+			checked++
+		}
+	}
+	if checked < 5 {
+		t.Errorf("%d README paragraphs cite an experiment; want the caption and the four experiments", checked)
+	}
+}

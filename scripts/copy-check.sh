@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# make copy-check: copies cachex, lockx (with pgfence) and redistest into a
+# fresh module, as a team taking them into its own service would, pins
+# go-redis to the lowest version they support, and runs go vet and their
+# tests there: private redis-server processes, and the Postgres that
+# DATABASE_URL names for pgfence. It fails when a copied file still names
+# this repository.
+#
+#   bash scripts/copy-check.sh [go test flags...]     (default: -count=1)
+#
+# GOREDIS (default v9.22.0, the lowest supported) is the go-redis version;
+# MODULE (default example.com/shop) the copy's module path; COPY_DIR (default
+# a temporary directory, removed at the end) where the copy is made.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+goredis=${GOREDIS:-v9.22.0}
+module=${MODULE:-example.com/shop}
+go=${GO:-go}
+log() { printf 'copy-check: %s\n' "$*"; }
+if [ -n "${COPY_DIR:-}" ]; then
+	dir=$COPY_DIR
+	mkdir -p "$dir"
+else
+	dir=$(mktemp -d)
+	trap 'chmod -R u+w "$dir" 2>/dev/null; rm -rf "$dir"' EXIT
+fi
+
+# The packages and their tests, under the copy's own paths.
+rm -rf "$dir/cachex" "$dir/lockx" "$dir/redistest"
+cp -R "$root/internal/cachex" "$dir/cachex"
+cp -R "$root/internal/lockx" "$dir/lockx"
+cp -R "$root/internal/redistest" "$dir/redistest"
+find "$dir" -name '*.go' -exec sed -i "s#github.com/stampede-lab/stampede/internal/#$module/#g" {} +
+if named=$(grep -rl 'stampede-lab' "$dir"); then
+	log "these copied files still name this repository:"
+	printf '  %s\n' $named
+	exit 1
+fi
+
+export GOWORK=off GOFLAGS=-mod=mod
+cd "$dir"
+# Start from this repository's requirements, so that every other dependency
+# is at the version tested here and no new one is looked up; tidy then keeps
+# only what the copy imports.
+cp "$root/go.mod" "$root/go.sum" .
+"$go" mod edit -module "$module"
+"$go" get "github.com/redis/go-redis/v9@$goredis" >/dev/null 2>&1 || "$go" get "github.com/redis/go-redis/v9@$goredis"
+"$go" mod tidy >/dev/null 2>&1 || "$go" mod tidy
+got=$("$go" list -m -f '{{.Version}}' github.com/redis/go-redis/v9)
+if [ "$got" != "$goredis" ]; then
+	log "go mod tidy moved go-redis from $goredis to $got: a dependency needs a newer one"
+	exit 1
+fi
+log "module $module in $dir, go-redis $got"
+"$go" vet ./...
+if [ $# -eq 0 ]; then set -- -count=1; fi
+"$go" test "$@" ./...
