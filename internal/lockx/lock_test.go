@@ -90,9 +90,10 @@ func TestReleaseLeavesAnotherHoldersLockAlone(t *testing.T) {
 }
 
 // quickTTL and quickTimeout are for tests that must see the watchdog tick
-// or a TTL run out: a tick every 333ms, and each call to a server still
-// given 300ms, far more than a loaded machine needs.
-const quickTTL, quickTimeout = time.Second, 300 * time.Millisecond
+// or a TTL run out: a tick every second, and each call to a server given
+// 900ms (calls took more than 300ms on a 2-CPU machine busy with other
+// work and CPU hogs beside the tests; a TTL of 1s allows no more).
+const quickTTL, quickTimeout = 3 * time.Second, 900 * time.Millisecond
 
 func TestWatchdogKeepsTheLockAlive(t *testing.T) {
 	ctx := context.Background()
@@ -102,7 +103,12 @@ func TestWatchdogKeepsTheLockAlive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "four extensions", time.Minute, func() bool { return testutil.ToFloat64(l.m.extOK) >= 4 }) // > 1 TTL
+	waitFor(t, "four extensions", time.Minute, func() bool { // > 1 TTL
+		if lk.Context().Err() != nil {
+			t.Fatalf("lock context ended while extended: %v", context.Cause(lk.Context()))
+		}
+		return testutil.ToFloat64(l.m.extOK) >= 4
+	})
 	if lk.Context().Err() != nil {
 		t.Fatalf("lock context ended while extended: %v", context.Cause(lk.Context()))
 	}
@@ -139,18 +145,23 @@ func TestExtensionThatFindsTheLockGoneLosesIt(t *testing.T) {
 
 // TestPausedServerLosesTheLockBeforeItExpires: the holder's context ends
 // before the key can expire on the frozen server, so before anyone else can
-// take the lock. The safety margin (1.4s) is the time the test has, once
+// take the lock. The safety margin (1.6s) is the time the test has, once
 // told, to see the key still there.
 func TestPausedServerLosesTheLockBeforeItExpires(t *testing.T) {
 	ctx := context.Background()
 	node := redistest.RedisNodes(t, 1)[0]
-	const ttl = 3 * time.Second
-	l, _ := newLocker(t, clients(t, node), Options{Name: "pause", TTL: ttl, Timeout: 300 * time.Millisecond, SafetyMargin: 1400 * time.Millisecond})
+	const ttl = 4 * time.Second
+	l, _ := newLocker(t, clients(t, node), Options{Name: "pause", TTL: ttl, Timeout: quickTimeout, SafetyMargin: 1600 * time.Millisecond})
 	lk, err := l.Acquire(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "an extension", time.Minute, func() bool { return testutil.ToFloat64(l.m.extOK) >= 1 })
+	waitFor(t, "an extension", time.Minute, func() bool {
+		if lk.Context().Err() != nil {
+			t.Fatalf("lost before the server was paused: %v", context.Cause(lk.Context()))
+		}
+		return testutil.ToFloat64(l.m.extOK) >= 1
+	})
 	node.Pause()
 	<-lk.Context().Done()
 	node.Resume()
@@ -181,7 +192,7 @@ func TestNoGoroutineOutlivesRelease(t *testing.T) {
 	}
 	_ = lk.Release()
 	before := runtime.NumGoroutine()
-	for i := range 5 {
+	for i := range 3 {
 		lk, err := l.Acquire(ctx, "r")
 		if err != nil {
 			t.Fatal(err)

@@ -79,8 +79,9 @@ func New(nodes []redis.UniversalClient, opts Options) (*Locker, error) {
 	}, nil
 }
 
-// Close stops the Locker's wake-up subscription and waits for the clean-ups
-// of slow servers still running (each bounded by Timeout). Locks already
+// Close stops the Locker's wake-up subscriptions and waits for the clean-ups
+// of slow servers still running (each bounded by Timeout, or twice Timeout
+// where Release waits for a late acquire reply first). Locks already
 // held stay valid until released.
 func (l *Locker) Close() error {
 	l.mu.Lock()

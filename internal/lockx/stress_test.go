@@ -12,16 +12,17 @@ import (
 )
 
 // TestMutualExclusionUnderStress: 2 Lockers x 8 goroutines increment a plain
-// counter under the lock for a few seconds; some holders pause longer than
-// the TTL (the watchdog must keep their lock). The count must be exact, and
-// the recorded holding intervals must not overlap, in token order.
-// It runs with and without HandOver.
+// counter under the lock for a few seconds; the holder of the eleventh
+// increment pauses longer than the TTL (the watchdog must keep its lock, and
+// everyone else must wait). The count must be exact, and the recorded
+// holding intervals must not overlap, in token order. It runs with and
+// without HandOver, at once.
 func TestMutualExclusionUnderStress(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for seconds")
 	}
-	t.Run("retry", func(t *testing.T) { stress(t, false) })
-	t.Run("handover", func(t *testing.T) { stress(t, true) })
+	t.Run("retry", func(t *testing.T) { t.Parallel(); stress(t, false) })
+	t.Run("handover", func(t *testing.T) { t.Parallel(); stress(t, true) })
 }
 
 func stress(t *testing.T, handOver bool) {
@@ -43,7 +44,8 @@ func stress(t *testing.T, handOver bool) {
 		turns   [16]int // acquisitions per goroutine
 		wg      sync.WaitGroup
 	)
-	deadline := time.Now().Add(3 * time.Second)
+	const pauseAt = 10 // the counter's value when its holder pauses
+	deadline := time.Now().Add(2*time.Second + ttl)
 	for g := range 16 {
 		l := lockers[g%2]
 		wg.Go(func() {
@@ -57,8 +59,8 @@ func stress(t *testing.T, handOver bool) {
 				acquired := time.Now()
 				v := counter
 				switch r := rng.IntN(100); {
-				case r < 2:
-					time.Sleep(ttl + 50*time.Millisecond) // a pause longer than the TTL
+				case v == pauseAt:
+					time.Sleep(ttl + 100*time.Millisecond) // a pause longer than the TTL
 				case r < 30:
 					time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
 				}
@@ -80,6 +82,9 @@ func stress(t *testing.T, handOver bool) {
 	wg.Wait()
 	if counter != len(history) {
 		t.Fatalf("counter %d after %d increments: two holders overlapped", counter, len(history))
+	}
+	if counter <= pauseAt {
+		t.Fatalf("%d increments: the holder of increment %d never paused", counter, pauseAt+1)
 	}
 	slices.SortFunc(history, func(a, b interval) int { return a.acquired.Compare(b.acquired) })
 	for i := 1; i < len(history); i++ {
