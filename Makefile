@@ -76,9 +76,10 @@ down: ## stop both demo variants and drop their data
 # says how and why). The release is tools/jaeger/go.mod's, a module of its
 # own so that the main go.mod stays lean, built with the release's own
 # dependency versions. Cold (empty module and build caches) on a busy 2-core
-# machine it took 143 to 508 s (127 to 217 s of CPU), 15 to 34% of the time
-# the full distribution took right beside it (497 to 1478 s, 543 to 683 s
-# of CPU; 315 s on the quiet machine); after that, seconds. Measured with
+# machine it took 207 to 792 s (165 to 190 s of CPU), 26 to 39% of the time
+# and 32 to 34% of the CPU time the full distribution took right beside it
+# (750 to 2265 s, 505 to 564 s of CPU; 315 s on the quiet machine); after
+# that, seconds. Measured with
 #   GOFLAGS=-modcacherw GOMODCACHE=$(mktemp -d) GOCACHE=$(mktemp -d) /usr/bin/time -v make jaeger
 # A module build has no UI assets: the query API works, the UI page is a
 # placeholder (compose's Jaeger image has the UI).
