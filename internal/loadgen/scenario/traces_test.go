@@ -98,8 +98,9 @@ func TestTraceFileNames(t *testing.T) {
 // TestSummaryTracesRoundTrip: the tracing fields survive summary.json, a
 // summary written before them (experiment 1's, its timelines cut short, in
 // testdata) loads without them and is written back without them, and a
-// replot of a summary with them draws the table and the waterfall, the
-// same bytes each time.
+// replot of a summary with them draws the table and the waterfall. (That a
+// replot draws the same bytes each time, waterfalls included, is
+// TestCommittedReportsReplotIdentically's check of experiment 4.)
 func TestSummaryTracesRoundTrip(t *testing.T) {
 	old, err := os.ReadFile("testdata/stampede-summary-before-traces.json")
 	if err != nil {
@@ -138,22 +139,14 @@ func TestSummaryTracesRoundTrip(t *testing.T) {
 		t.Errorf("summary.json lacks jaeger_url or slowest_traces at the top level (%v)", err)
 	}
 
-	var outputs [][]byte
-	for range 2 {
-		if err := Replot(dir, &bytes.Buffer{}); err != nil {
-			t.Fatal(err)
-		}
-		md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
-		png, err := os.ReadFile(filepath.Join(dir, "trace-ttl.png"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		outputs = append(outputs, md, png)
+	if err := Replot(dir, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
 	}
-	if !bytes.Equal(outputs[0], outputs[2]) || !bytes.Equal(outputs[1], outputs[3]) {
-		t.Error("two replots differ")
+	if _, err := os.Stat(filepath.Join(dir, "trace-ttl.png")); err != nil {
+		t.Fatal(err)
 	}
-	md := string(outputs[0])
+	report, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	md := string(report)
 	for _, want := range []string{"## Slowest sampled requests per phase",
 		"[4bf92f3577b34da6a3ce929d0e0e4736](http://127.0.0.1:16686/trace/4bf92f3577b34da6a3ce929d0e0e4736)",
 		"(trace-ttl.png)"} {
