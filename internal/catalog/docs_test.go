@@ -133,12 +133,19 @@ func TestDocumentedExamples(t *testing.T) {
 	if len(calls) < 20 {
 		t.Fatalf("%d examples found, want the whole block", len(calls))
 	}
+	a.runCalls(t, calls, "the document")
+}
+
+// runCalls sends each documented call in order and checks it answers the
+// status the document (doc) writes beside it, under the OpenAPI check.
+func (a *testAPI) runCalls(t *testing.T, calls []curlCall, doc string) {
+	t.Helper()
 	for _, c := range calls {
 		req := httptest.NewRequest(c.method, c.target, strings.NewReader(c.body))
 		req.Header = c.header
 		rec := a.spec.serve(t, a.handler, req)
 		if rec.Code != c.want {
-			t.Errorf("%s\n  answered %d, the document says %d: %s", c.line, rec.Code, c.want, rec.Body.String())
+			t.Errorf("%s\n  answered %d, %s says %d: %s", c.line, rec.Code, doc, c.want, rec.Body.String())
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"strconv"
@@ -71,14 +70,7 @@ func TestReadmeExamples(t *testing.T) {
 	if len(calls) < 8 {
 		t.Fatalf("%d README examples found, want both What to try blocks", len(calls))
 	}
-	for _, c := range calls {
-		req := httptest.NewRequest(c.method, c.target, strings.NewReader(c.body))
-		req.Header = c.header
-		rec := a.spec.serve(t, a.handler, req)
-		if rec.Code != c.want {
-			t.Errorf("%s\n  answered %d, README.md says %d: %s", c.line, rec.Code, c.want, rec.Body.String())
-		}
-	}
+	a.runCalls(t, calls, "README.md")
 	if f := a.faults.Get(); f != (Faults{}) {
 		t.Errorf("after the README's last reset the knobs are %+v", f)
 	}
