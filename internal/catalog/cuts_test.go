@@ -13,7 +13,7 @@ import (
 // writeSteps are the query names of the steps that write: where a cut
 // leaves something behind.
 func writeSteps() []string {
-	return []string{QueryReserve, QueryActivate, QueryAbandon, QueryCancel, QueryExpire, QuerySettle, QueryWarehouseWrite}
+	return []string{QueryReserve, QueryClaim, QueryActivate, QueryAbandon, QueryCancel, QueryExpire, QuerySettle, QueryWarehouseWrite}
 }
 
 // crashed is the panic value of a crash injected right after a step: the

@@ -151,6 +151,8 @@ func truncate(s string) string {
 // fail answers an error of the service with the matching problem.
 func (h *handlers) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
+	case errors.Is(err, ErrOutcomeUnknown): // first: its cause is not the answer
+		writeProblem(w, probUnavailable.with("the outcome could not be confirmed; retry the same request (a reservation with the same idempotency key): the retry answers what happened"))
 	case errors.Is(err, ErrNotFound):
 		writeProblem(w, probNotFound)
 	case errors.Is(err, ErrInsufficientStock):
@@ -163,8 +165,6 @@ func (h *handlers) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, probInvalid.with(publicDetail(err)))
 	case errors.Is(err, ErrLockBusy):
 		writeProblem(w, probBusy)
-	case errors.Is(err, ErrOutcomeUnknown):
-		writeProblem(w, probUnavailable.with("the outcome could not be confirmed; retry the same request (a reservation with the same idempotency key): the retry answers what happened"))
 	case errors.Is(context.Cause(r.Context()), errServerDeadline):
 		writeProblem(w, probUnavailable.with("the request ran out of its time on the server; retry later"))
 	case r.Context().Err() != nil:

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,8 +100,20 @@ func (s *Service) reserve(ctx context.Context, req ReserveRequest) (Reservation,
 		return Reservation{}, false, err
 	}
 	defer g.release()
+	// The claim keeps an older attempt of the key, stopped with its take
+	// refused, from removing the intent under ours.
+	claimed, err := s.store.Claim(ctx, r.ID, g.fence.Token)
+	switch {
+	case err != nil:
+		return Reservation{}, false, err // nothing taken: the intent waits for a retry or the reconciler
+	case !claimed:
+		return s.settleReserve(ctx, req, g.fence.Token, false, errSuperseded)
+	}
 	if err := s.take(ctx, g, req); err != nil {
 		return s.afterTake(ctx, g, req, r, err)
+	}
+	if s.beforeActivate != nil {
+		s.beforeActivate(ctx, req.ProductID)
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
@@ -130,12 +143,15 @@ func (s *Service) take(ctx context.Context, g *guard, req ReserveRequest) error 
 }
 
 // afterTake answers a take that failed with err: a definite refusal
-// removes the intent and says why; anything else is settled by a look-up.
+// removes the intent and says why; anything else, or an intent a newer
+// attempt of the key carries on, is settled by a look-up.
 func (s *Service) afterTake(ctx context.Context, g *guard, req ReserveRequest, r Reservation, err error) (Reservation, bool, error) {
 	if !definite(err) {
 		return s.settleReserve(ctx, req, g.fence.Token, true, err)
 	}
-	s.abandon(ctx, r)
+	if abandoned, aerr := s.abandon(ctx, r, g.fence.Token); aerr != nil || !abandoned {
+		return s.settleReserve(ctx, req, g.fence.Token, false, cmp.Or(aerr, err))
+	}
 	switch {
 	case errors.Is(err, ErrInsufficientStock):
 		// Refused for stock: the fence let the read through (no newer
@@ -146,14 +162,15 @@ func (s *Service) afterTake(ctx context.Context, g *guard, req ReserveRequest, r
 	return Reservation{}, false, err
 }
 
-// abandon removes the intent r, best effort, on a context of its own; one
-// left behind holds nothing and the reconciler removes it.
-func (s *Service) abandon(ctx context.Context, r Reservation) {
+// errSuperseded: a newer attempt of the key claimed its intent first.
+var errSuperseded = errors.New("catalog: a newer attempt with the same idempotency key carries the reservation on")
+
+// abandon removes the intent r unless a newer attempt than token claimed
+// it, on a context of its own.
+func (s *Service) abandon(ctx context.Context, r Reservation, token int64) (bool, error) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	if err := s.store.Abandon(actx, r.ID); err != nil {
-		s.log.DebugContext(ctx, "abandoning a reservation's intent", "reservation", r.ID, "err", err)
-	}
+	return s.store.Abandon(actx, r.ID, token)
 }
 
 // definite reports an error after which nothing was written: an answer

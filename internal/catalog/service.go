@@ -90,6 +90,9 @@ type Service struct {
 	// between its warehouse read and write, with the write's context: where
 	// interleavings are forced.
 	betweenReadAndWrite func(ctx context.Context, productID int64)
+	// beforeActivate, set by tests before use, runs in a reservation after
+	// its take and before it makes its intent active.
+	beforeActivate func(ctx context.Context, productID int64)
 
 	product *cachex.Cache[Product]
 	stats   *cachex.Cache[CategoryStats]

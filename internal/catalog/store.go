@@ -59,6 +59,7 @@ const (
 	QueryExpire        = "expire"
 	QueryActivate      = "activate"
 	QueryAbandon       = "abandon"
+	QueryClaim         = "claim"
 	QuerySettle        = "settle"
 	QueryReconcile     = "reconcile"
 )
@@ -68,7 +69,7 @@ func QueryNames() []string {
 	return []string{
 		QueryProduct, QueryProducts, QueryCategoryStats, QueryTopProducts, QuerySearch,
 		QueryUpdateProduct, QueryInventory, QueryReserve, QueryReplay, QueryCancel,
-		QueryReservation, QuerySweep, QueryExpire, QueryActivate, QueryAbandon, QuerySettle, QueryReconcile,
+		QueryReservation, QuerySweep, QueryExpire, QueryActivate, QueryClaim, QueryAbandon, QuerySettle, QueryReconcile,
 		QueryWarehouseRead, QueryWarehouseWrite,
 	}
 }

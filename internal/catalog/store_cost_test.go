@@ -126,9 +126,12 @@ func BenchmarkQueryCosts(b *testing.B) {
 			return err
 		}},
 		{"inventory", "one inventory row", func(i int) error { _, err := s.Inventory(ctx, pid(i)); return err }},
-		{"reserve", "one unit, new key (the saga: intent insert, fenced warehouse read and write, activation with the reserved update)", func(i int) error {
+		{"reserve", "one unit, new key (the saga: intent insert, claim, fenced warehouse read and write, activation with the reserved update)", func(i int) error {
 			h := Hold{ProductID: pid(i), Quantity: 1, IdempotencyKey: "cost-" + strconv.Itoa(i)}
 			r, _, err := s.Intend(ctx, h)
+			if err == nil {
+				_, err = s.Claim(ctx, r.ID, fence.Token)
+			}
 			if err == nil {
 				err = w.Take(ctx, Move{Key: TakeKey(h.IdempotencyKey), ProductID: h.ProductID, Units: 1}, fence, nil)
 			}
@@ -140,7 +143,7 @@ func BenchmarkQueryCosts(b *testing.B) {
 				reservations = append(reservations, r.ID)
 				reserved++
 			case errors.Is(err, ErrInsufficientStock):
-				err = s.Abandon(ctx, r.ID) // an out-of-stock product: a full saga all the same
+				_, err = s.Abandon(ctx, r.ID, fence.Token) // an out-of-stock product: a full saga all the same
 			}
 			return err
 		}},

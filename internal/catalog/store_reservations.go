@@ -111,14 +111,30 @@ func (s *Store) Activate(ctx context.Context, id, token int64) (res Reservation,
 	return res, activated && err == nil, err
 }
 
-// Abandon removes a pending reservation whose units were never taken, so
-// that its key is free again; any other reservation is left as it is. The
-// caller must know that no take of the key can still be applied.
-func (s *Store) Abandon(ctx context.Context, id int64) error {
-	return s.run(ctx, QueryAbandon, func() error {
-		_, err := s.db.Exec(ctx, `DELETE FROM reservations WHERE id = $1 AND status = 'pending'`, id)
+// Claim records that the attempt holding token carries intent id on to its
+// take: claimed is false when a newer attempt has claimed it or it is no
+// longer pending. An older attempt can then no longer abandon it.
+func (s *Store) Claim(ctx context.Context, id, token int64) (claimed bool, err error) {
+	err = s.run(ctx, QueryClaim, func() error {
+		tag, err := s.db.Exec(ctx, `UPDATE reservations SET fence_token = $2, updated_at = now()
+			WHERE id = $1 AND status = 'pending' AND fence_token <= $2`, id, token)
+		claimed = err == nil && tag.RowsAffected() == 1
 		return err
 	})
+	return claimed, err
+}
+
+// Abandon removes a pending reservation whose units were never taken, so
+// that its key is free again, unless an attempt with a token newer than
+// token has claimed it; abandoned says whether it did. The caller must know
+// that no take by token or an older one can still be applied.
+func (s *Store) Abandon(ctx context.Context, id, token int64) (abandoned bool, err error) {
+	err = s.run(ctx, QueryAbandon, func() error {
+		tag, err := s.db.Exec(ctx, `DELETE FROM reservations WHERE id = $1 AND status = 'pending' AND fence_token <= $2`, id, token)
+		abandoned = err == nil && tag.RowsAffected() == 1
+		return err
+	})
+	return abandoned, err
 }
 
 // Replay returns the reservation that idempotencyKey already made, found =

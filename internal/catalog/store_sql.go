@@ -128,9 +128,10 @@ VALUES ($1, $2, 'pending', 0, $3, now() + $4 * interval '1 millisecond')
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING ` + reservationColumns
 
-// sqlActivate makes a pending reservation active under token $2.
+// sqlActivate makes a pending reservation active under token $2, or the
+// newer token that claimed it.
 const sqlActivate = `
-UPDATE reservations SET status = 'active', fence_token = $2, updated_at = now()
+UPDATE reservations SET status = 'active', fence_token = greatest(fence_token, $2), updated_at = now()
 WHERE id = $1 AND status = 'pending'
 RETURNING ` + reservationColumns
 

@@ -67,9 +67,13 @@ func (s *reservingStore) Reserve(ctx context.Context, productID int64, qty int, 
 	if err != nil || (!created && r.Status != catalog.StatusPending) {
 		return r, false, err
 	}
+	if claimed, err := s.Store.Claim(ctx, r.ID, token); err != nil || !claimed {
+		return catalog.Reservation{}, false, fmt.Errorf("claiming the intent: claimed %v, %w", claimed, err)
+	}
 	m := catalog.Move{Key: catalog.TakeKey(key), ProductID: productID, Units: qty}
 	if err := s.w.Take(ctx, m, catalog.Fence{Token: token, Checked: true}, nil); err != nil {
-		return catalog.Reservation{}, false, errors.Join(err, s.Store.Abandon(ctx, r.ID))
+		_, aerr := s.Store.Abandon(ctx, r.ID, token)
+		return catalog.Reservation{}, false, errors.Join(err, aerr)
 	}
 	return s.Store.Activate(ctx, r.ID, token)
 }
@@ -1016,7 +1020,8 @@ func TestStoreObserverAndDelay(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return s.Abandon(ctx, r.ID)
+			_, err = s.Abandon(ctx, r.ID, 0)
+			return err
 		},
 		func() error { // a hold not due: nothing to expire, one expire query all the same
 			r, _, err := s.Intend(ctx, catalog.Hold{ProductID: 1, Quantity: 1, IdempotencyKey: "not-due"})
@@ -1105,7 +1110,7 @@ func TestStoreObserverAndDelay(t *testing.T) {
 	if err := s.Ping(ctx); err != nil {
 		t.Error(err)
 	}
-	if len(catalog.QueryNames()) != 19 {
+	if len(catalog.QueryNames()) != 20 {
 		t.Errorf("QueryNames = %v", catalog.QueryNames())
 	}
 }

@@ -75,7 +75,7 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	errs = append(errs, err)
 	for _, r := range pending {
 		action, err := s.settlePending(ctx, r)
-		if err != nil {
+		if err != nil || action == "" {
 			errs = append(errs, err)
 			continue
 		}
@@ -86,7 +86,8 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 }
 
 // settlePending decides intent r under its product's guard: "activate" when
-// the warehouse applied its take, "abandon" when it did not.
+// the warehouse applied its take, "abandon" when it did not, "" when a newer
+// attempt of its key claimed it meanwhile.
 func (s *Service) settlePending(ctx context.Context, r Reservation) (string, error) {
 	g, err := s.guard(ctx, r.ProductID)
 	if err != nil {
@@ -101,7 +102,11 @@ func (s *Service) settlePending(ctx context.Context, r Reservation) (string, err
 		_, _, err = s.store.Activate(ctx, r.ID, g.fence.Token)
 		return "activate", err
 	}
-	return "abandon", s.store.Abandon(ctx, r.ID)
+	abandoned, err := s.store.Abandon(ctx, r.ID, g.fence.Token)
+	if !abandoned {
+		return "", err // a newer attempt of its key claimed it
+	}
+	return "abandon", nil
 }
 
 // RunSweeper sweeps expired holds and reconciles at every tick until ctx
