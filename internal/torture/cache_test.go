@@ -27,19 +27,28 @@ func TestCacheWorkload(t *testing.T) {
 	}
 }
 
-// TestCacheRecomputesWhileHealthy: with no fault, every TTL window is
-// checked for recomputes, and none has too many.
+// TestCacheRecomputesWhileHealthy: with no fault, every TTL window in which
+// the process ran on time is checked for recomputes, and none has too many.
+// On a busy machine windows where the process stalled are skipped, so it
+// runs again (up to five runs) until two windows were checked.
 func TestCacheRecomputesWhileHealthy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers")
 	}
-	res, err := RunCache(context.Background(), CacheConfig{Seed: 2, Duration: 5 * time.Second, Faults: []Fault{}})
-	if err != nil {
-		t.Fatal(err)
+	quiet := 0
+	for run := 0; run < 5 && quiet < 2; run++ {
+		res, err := RunCache(context.Background(), CacheConfig{Seed: 2 + uint64(run), Duration: 5 * time.Second, Faults: []Fault{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Print(os.Stdout)
+		if len(res.Anomalies) != 0 {
+			t.Errorf("run %d: %d anomalies", run, len(res.Anomalies))
+		}
+		quiet += res.Ops["quiet_ttl_windows"]
 	}
-	res.Print(os.Stdout)
-	if len(res.Anomalies) != 0 || res.Ops["quiet_ttl_windows"] < 2 {
-		t.Errorf("a run that proves little: operations %v, faults %v", res.Ops, res.FaultsByKind())
+	if quiet < 2 {
+		t.Errorf("a check that proves little: %d windows checked in five runs, the others had a fault or a stall", quiet)
 	}
 }
 
