@@ -67,8 +67,12 @@ func (s *reservingStore) Reserve(ctx context.Context, productID int64, qty int, 
 	if err != nil || (!created && r.Status != catalog.StatusPending) {
 		return r, false, err
 	}
-	if claimed, err := s.Store.Claim(ctx, r.ID, token); err != nil || !claimed {
-		return catalog.Reservation{}, false, fmt.Errorf("claiming the intent: claimed %v, %w", claimed, err)
+	switch claimed, err := s.Store.Claim(ctx, r.ID, token); {
+	case err != nil:
+		return catalog.Reservation{}, false, err
+	case !claimed: // another attempt of the key carried it on: answer what it made
+		r, _, err := s.Store.Replay(ctx, productID, qty, key)
+		return r, false, err
 	}
 	m := catalog.Move{Key: catalog.TakeKey(key), ProductID: productID, Units: qty}
 	if err := s.w.Take(ctx, m, catalog.Fence{Token: token, Checked: true}, nil); err != nil {
