@@ -39,6 +39,7 @@ type Cache[V any] struct {
 	loading     chan struct{} // loader call slots (MaxLoads)
 	reused      *reuse[V]     // Options.ReuseDecoded; nil when off
 	tr          *tracer       // Options.TracerProvider; nil when off
+	near        *near         // the client's near cache; nil without one
 
 	base   context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -76,6 +77,10 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options, with ..
 	if err != nil {
 		return nil, fmt.Errorf("cachex: %s: %w", opts.Name, err)
 	}
+	nr, err := nearOf(rdb)
+	if err != nil {
+		return nil, fmt.Errorf("cachex: %s: %w", opts.Name, err)
+	}
 	m, err := newMetrics(opts.Registerer, opts.Name)
 	if err != nil {
 		return nil, err
@@ -93,6 +98,7 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options, with ..
 		versions:   keyVersions(opts.Version),
 		reused:     newReuse[V](opts.ReuseDecoded),
 		tr:         newTracer(opts.TracerProvider, opts.Name),
+		near:       nr,
 	}
 	c.invalidated = []string{c.versions}
 	for _, v := range opts.InvalidateVersions {

@@ -42,17 +42,19 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Contex
 	return c.getXFetch(ctx, key, load, c.Beta())
 }
 
-// lookup reads and decodes key. It returns the entry and value when Redis
-// holds a valid one (fresh or not), found=false on a miss or a corrupt
-// entry, and down=true when Redis cannot be reached.
-func (c *Cache[V]) lookup(ctx context.Context, rk string) (e entry, v V, found, down bool, err error) {
+// lookup reads and decodes key, from the near cache if there is one unless
+// fromServer is set (a read again, after Redis said the key changed). It
+// returns the entry and value when Redis holds a valid one (fresh or not),
+// found=false on a miss or a corrupt entry, and down=true when Redis cannot
+// be reached.
+func (c *Cache[V]) lookup(ctx context.Context, rk string, fromServer bool) (e entry, v V, found, down bool, err error) {
 	if !c.brk.allow() {
 		return e, v, false, true, nil
 	}
 	var raw string
 	err = c.redisCall(ctx, "get", func(ctx context.Context, l lane) error {
 		var err error
-		raw, err = l.get(ctx, rk)
+		raw, err = c.read(ctx, l, rk, fromServer)
 		return err
 	})
 	switch {
@@ -85,7 +87,7 @@ func (c *Cache[V]) lookup(ctx context.Context, rk string) (e entry, v V, found, 
 
 func (c *Cache[V]) getXFetch(ctx context.Context, key string, load func(context.Context) (V, error), beta float64) (V, error) {
 	rk := c.redisKey(key)
-	e, v, found, down, err := c.lookup(ctx, rk)
+	e, v, found, down, err := c.lookup(ctx, rk, false)
 	if err != nil {
 		return v, err
 	}
@@ -125,7 +127,7 @@ func (c *Cache[V]) negativeErr(e entry) error {
 // getTTL is plain read-through: no early refresh, no deduplication.
 func (c *Cache[V]) getTTL(ctx context.Context, key string, load func(context.Context) (V, error)) (V, error) {
 	rk := c.redisKey(key)
-	e, v, found, down, err := c.lookup(ctx, rk)
+	e, v, found, down, err := c.lookup(ctx, rk, false)
 	if err != nil {
 		return v, err
 	}
@@ -225,7 +227,7 @@ func (c *Cache[V]) lead(ctx context.Context, key string, load func(context.Conte
 		case state == locked:
 			token = t
 		case state == changed: // written since we looked: read it, no recompute needed
-			e, v, found, _, _ := c.lookup(ctx, rk)
+			e, v, found, _, _ := c.lookup(ctx, rk, true)
 			if found && !e.negative && c.now().Before(e.expiry) {
 				return v, resultHit, nil
 			}
@@ -272,7 +274,7 @@ func (c *Cache[V]) awaitOther(ctx context.Context, rk string, stale *entry) (V, 
 			return zero, false
 		case <-time.After(pause):
 		}
-		e, v, found, down, err := c.lookup(ctx, rk)
+		e, v, found, down, err := c.lookup(ctx, rk, true)
 		if err != nil || down {
 			return zero, false
 		}

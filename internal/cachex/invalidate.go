@@ -22,15 +22,21 @@ func (c *Cache[V]) Invalidate(ctx context.Context, keys ...string) error {
 	// still send: loads end at LoadTimeout, their writes Timeout later.
 	keep := c.opts.TTL + c.opts.Grace + c.opts.LoadTimeout + c.opts.Timeout
 	tomb := tombstone(c.now())
+	var rks []string
+	for _, k := range keys {
+		base := "{" + c.opts.Prefix + k + "}"
+		for _, versions := range c.invalidated {
+			rks = append(rks, base+versions)
+		}
+	}
+	if c.near != nil {
+		c.near.wrote(rks) // before the write: a read racing it goes to the server
+	}
 	err := c.redisCall(ctx, "del", func(ctx context.Context, l lane) error {
 		return l.pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, k := range keys {
-				base := "{" + c.opts.Prefix + k + "}"
-				for _, versions := range c.invalidated {
-					rk := base + versions
-					p.Set(ctx, rk, tomb, keep)
-					p.Del(ctx, lockKey(rk)) // one hash slot: fine on a cluster
-				}
+			for _, rk := range rks {
+				p.Set(ctx, rk, tomb, keep)
+				p.Del(ctx, lockKey(rk)) // one hash slot: fine on a cluster
 			}
 			return nil
 		})

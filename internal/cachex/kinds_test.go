@@ -170,7 +170,17 @@ var notOverAutoPipeliner = map[string]string{
 	"TestStrategySwitchesAtRunTime":                           inProcess,
 	"TestTwoValueVersionsSideBySide":                          inProcess,
 	"TestXFetchStatistics":                                    noRedis,
+	"TestNearCacheServesHitsWithoutARoundTrip":                nearCache,
+	"TestNearCacheReadsItsOwnInvalidate":                      nearCache,
+	"TestNearCacheFollowsTheServerThroughFaults":              nearCache,
+	"TestNewRefusesANearCacheWithoutABound":                   nearCache,
+	"TestNearCacheCollectorCountsWhatTheClientDid":            nearCache,
 }
+
+// nearCache is why the near cache's tests run over a plain client only:
+// go-redis keeps client-side caching on a *redis.Client, and a near hit
+// never takes the batched lane.
+const nearCache = "go-redis's client-side caching is on a *redis.Client only"
 
 // TestOverAutoPipelinerListsEveryTest keeps the tables complete: a new test
 // runs over both kinds of client unless it is left out with a reason, and

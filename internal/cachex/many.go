@@ -49,7 +49,7 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx con
 		beta = 0
 	}
 
-	entries, values, down, err := c.readMany(ctx, keys)
+	entries, values, down, err := c.readMany(ctx, keys, false)
 	if err != nil {
 		return out, err
 	}
@@ -125,7 +125,7 @@ func put[T any](m map[string]T, k string, v T) map[string]T {
 // readMany fetches and decodes keys; entries[i].found is false for a miss or
 // a corrupt entry, values[i] is the decoded value. down reports Redis
 // unreachable.
-func (c *Cache[V]) readMany(ctx context.Context, keys []string) (entries []entry, values []V, down bool, err error) {
+func (c *Cache[V]) readMany(ctx context.Context, keys []string, fromServer bool) (entries []entry, values []V, down bool, err error) {
 	if !c.brk.allow() {
 		return nil, nil, true, nil
 	}
@@ -133,7 +133,7 @@ func (c *Cache[V]) readMany(ctx context.Context, keys []string) (entries []entry
 	var raws []any
 	err = c.redisCall(ctx, "get", func(ctx context.Context, l lane) error {
 		var err error
-		raws, err = c.fetch(ctx, l, rks)
+		raws, err = c.fetch(ctx, l, rks, fromServer)
 		return err
 	})
 	switch {
@@ -182,11 +182,13 @@ const mgetBatch = 500
 // cross-slot command) or on the batched lane (whose AutoPipeliner may serve
 // either). A missing key is a nil; the error is the first that is not a
 // missing key, so a node that cannot be reached is never hidden behind
-// another's miss.
-func (c *Cache[V]) fetch(ctx context.Context, l lane, rks []string) ([]any, error) {
+// another's miss. A lone MGET is served by the near cache, if any (one
+// entry per list of keys), unless fromServer is set or this cache
+// invalidated one of the keys lately; a pipeline never is.
+func (c *Cache[V]) fetch(ctx context.Context, l lane, rks []string, fromServer bool) ([]any, error) {
 	single, ok := c.conn.rdb.(*redis.Client)
 	ok = ok && !l.batched
-	if ok && len(rks) <= mgetBatch {
+	if ok && len(rks) <= mgetBatch && !c.near.mustReadServer(rks, fromServer) {
 		return single.MGet(ctx, rks...).Result()
 	}
 	var cmds []redis.Cmder
@@ -313,7 +315,7 @@ func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[strin
 // twice (the batch form of lockSrc's check). If the read fails, the rest is
 // keys and nothing is known of them: nothing will be written.
 func (c *Cache[V]) landWritten(ctx context.Context, keys []string, fs map[string]*flight[V]) ([]string, map[string]string) {
-	entries, values, down, err := c.readMany(ctx, keys)
+	entries, values, down, err := c.readMany(ctx, keys, true)
 	if down || err != nil {
 		return keys, nil
 	}
