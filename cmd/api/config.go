@@ -39,6 +39,7 @@ type config struct {
 	healthURL       string
 	autoPipeline    bool
 	reuseDecoded    int
+	nearCache       bool
 	otlpEndpoint    string
 	traceSample     float64
 }
@@ -125,6 +126,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (s
 	fs.BoolVar(&c.autoPipeline, "redis-autopipeline", envBool("REDIS_AUTOPIPELINE", true), "batch the caches' Redis commands with other requests' while requests overlap, and the lock's always, through go-redis's AutoPipeliner (env REDIS_AUTOPIPELINE: "+boolValues+")")
 	var reuse string
 	fs.StringVar(&reuse, "reuse-decoded", env("REUSE_DECODED", "4096"), "how many product and category-stats values to keep decoded for hits on an unchanged entry; 0 turns it off (env REUSE_DECODED)")
+	fs.BoolVar(&c.nearCache, "near-cache", envBool("NEAR_CACHE", false), "serve product and category-stats hits from process memory, kept fresh by Redis's invalidation pushes (go-redis client-side caching; a read after another instance's write is stale for at most "+nearMaxStaleness.String()+"); needs REDIS_URL's one server, not a cluster (env NEAR_CACHE: "+boolValues+")")
 	fs.BoolVar(&c.migrate, "migrate", envBool("MIGRATE", true), "apply migrations before serving (env MIGRATE: "+boolValues+")")
 	fs.DurationVar(&c.drain, "drain", 20*time.Second, "how long SIGTERM waits for requests in flight")
 	fs.Float64Var(&c.scale, "scale", 1, "seed: catalog size, 1 = 25,000 products and 400,000 reviews")

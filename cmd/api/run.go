@@ -19,6 +19,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/stampede-lab/stampede/internal/cachex"
 	"github.com/stampede-lab/stampede/internal/catalog"
 	"github.com/stampede-lab/stampede/internal/lockx"
 	"github.com/stampede-lab/stampede/internal/seed"
@@ -167,6 +168,34 @@ func cacheClient(cfg config) (redis.UniversalClient, error) {
 	return redis.NewClusterClient(opt), nil
 }
 
+// nearMaxStaleness bounds how long the near cache serves a value whose
+// invalidation was lost (redis.ClientSideCacheConfig.MaxStaleness).
+const nearMaxStaleness = 2 * time.Second
+
+// nearClient opens the client of the near-cached caches: REDIS_URL's server
+// as cacheClient opens it, with go-redis's client-side caching (RESP3), its
+// metrics registered on reg. Nil when -near-cache is off or the caches are
+// on a cluster, which go-redis cannot near-cache.
+func nearClient(cfg config, reg prometheus.Registerer) (*redis.Client, error) {
+	if !cfg.nearCache || cfg.redisClusterURL != "" {
+		return nil, nil
+	}
+	opt, err := redis.ParseURL(cfg.redisURL)
+	if err != nil {
+		return nil, fmt.Errorf("redis url %q: %w", cfg.redisURL, err)
+	}
+	opt.DialerRetries, opt.MaxRetries, opt.ContextTimeoutEnabled, opt.Protocol = 1, -1, true, 3
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	cc := redis.ClientSideCacheConfig{MaxEntries: 50_000, MaxStaleness: nearMaxStaleness}
+	opt.ClientSideCache, opt.ClientSideCacheConfig = redis.NewLocalCache(cc), &cc // the LocalCache counts invalidations
+	c := redis.NewClient(opt)
+	if err := reg.Register(cachex.NearCacheCollector(c, "near")); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
 // healthChecks are the dependencies /health reports on: Postgres, the caches'
 // Redis and each lock server.
 func healthChecks(pool *pgxpool.Pool, cache redis.UniversalClient, locks []redis.UniversalClient) map[string]func(context.Context) error {
@@ -195,6 +224,18 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, sdk *sdktrace.Tr
 	defer cacheRedis.Close()
 	if err := traceRedis(cacheRedis, sdk); err != nil {
 		return err
+	}
+	nearRedis, err := nearClient(cfg, reg)
+	if err != nil {
+		return err
+	}
+	var near redis.UniversalClient // stays nil, not a nil *redis.Client, when off
+	if nearRedis != nil {
+		defer nearRedis.Close()
+		if err := traceRedis(nearRedis, sdk); err != nil {
+			return err
+		}
+		near = nearRedis
 	}
 	var lockNodes []redis.UniversalClient
 	for _, u := range cfg.lockRedisURLs {
@@ -254,7 +295,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, sdk *sdktrace.Tr
 
 	svc, err := catalog.NewService(catalog.Config{
 		Store: store, Warehouse: warehouse, Mode: cfg.mode, HoldTTL: cfg.holdTTL, PendingAge: cfg.pendingAge, GiveFirst: cfg.giveFirst,
-		Cache: cacheRedis, Locker: locker, Faults: faults, Registerer: reg, Logger: log,
+		Cache: cacheRedis, NearCache: near, Locker: locker, Faults: faults, Registerer: reg, Logger: log,
 		AutoPipeline: cfg.autoPipeline, ReuseDecoded: cfg.reuseDecoded, TracerProvider: tp,
 	})
 	if err != nil {
@@ -287,7 +328,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, sdk *sdktrace.Tr
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	fmt.Fprintf(stdout, "api: listening on %s (admin API %s)\n", ln.Addr(), map[bool]string{true: "on", false: "off"}[cfg.adminToken != ""])
-	log.Info("listening", "addr", ln.Addr().String(), "lock_nodes", len(lockNodes), "cache_cluster", cfg.redisClusterURL != "", "redis_autopipeline", cfg.autoPipeline, "reuse_decoded", cfg.reuseDecoded,
+	log.Info("listening", "addr", ln.Addr().String(), "lock_nodes", len(lockNodes), "cache_cluster", cfg.redisClusterURL != "", "redis_autopipeline", cfg.autoPipeline, "reuse_decoded", cfg.reuseDecoded, "near_cache", near != nil,
 		"otlp_endpoint", cfg.otlpEndpoint, "trace_sample", cfg.traceSample)
 
 	// Every replica sweeps expired holds and reconciles what cuts left; a

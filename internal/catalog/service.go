@@ -31,8 +31,12 @@ type Config struct {
 	HoldTTL time.Duration
 	// Cache is the client of the caches' Redis: one server's, or a Redis
 	// Cluster's. Service adds the fault injection hook to it.
-	Cache  redis.UniversalClient
-	Locker *lockx.Locker
+	Cache redis.UniversalClient
+	// NearCache, when set, is the client of the product and category_stats
+	// caches instead of Cache: one with go-redis client-side caching serves
+	// their hits from process memory (docs/cachex.md, "Near cache").
+	NearCache redis.UniversalClient
+	Locker    *lockx.Locker
 	// Faults, shared with the admin API; nil means none can be injected.
 	Faults *Injector
 	// TTLs of the caches; zero takes the default in brackets.
@@ -120,6 +124,9 @@ func NewService(cfg Config) (*Service, error) {
 		cfg.Faults = &Injector{}
 	}
 	cfg.Cache.AddHook(cfg.Faults.CacheHook())
+	if cfg.NearCache != nil {
+		cfg.NearCache.AddHook(cfg.Faults.CacheHook())
+	}
 	def := func(d, v time.Duration) time.Duration {
 		if d == 0 {
 			return v
@@ -139,10 +146,11 @@ func NewService(cfg Config) (*Service, error) {
 	ttls := map[string]time.Duration{"product": def(cfg.ProductTTL, time.Minute), "category_stats": def(cfg.StatsTTL, 10*time.Second),
 		"top_products": def(cfg.TopTTL, 30*time.Second), "search": def(cfg.SearchTTL, 30*time.Second)}
 	s.hot = newHottestKeys(ttls, time.Now)
-	if s.product, err = cachex.New(cfg.Cache, cachex.JSON[Product]{}, opts("product", ttls["product"], cfg.ReuseDecoded)); err != nil {
+	hot := cmp.Or[redis.UniversalClient](cfg.NearCache, cfg.Cache)
+	if s.product, err = cachex.New(hot, cachex.JSON[Product]{}, opts("product", ttls["product"], cfg.ReuseDecoded)); err != nil {
 		return nil, err
 	}
-	if s.stats, err = cachex.New(cfg.Cache, cachex.JSON[CategoryStats]{}, opts("category_stats", ttls["category_stats"], cfg.ReuseDecoded)); err != nil {
+	if s.stats, err = cachex.New(hot, cachex.JSON[CategoryStats]{}, opts("category_stats", ttls["category_stats"], cfg.ReuseDecoded)); err != nil {
 		return nil, err
 	}
 	if s.top, err = cachex.New(cfg.Cache, cachex.JSON[[]TopProduct]{}, opts("top_products", ttls["top_products"], 0)); err != nil {
