@@ -2,7 +2,7 @@
 // cache and reservation workloads against real servers behind fault proxies, and
 // the checks of their recorded histories (docs/torture.md).
 //
-//	torture [-seed N] [-duration 2m] [-workload lock|cache|reserve|all] [-out DIR] [-unsafe]
+//	torture [-seed N] [-duration 2m] [-workload lock|cache|reserve|all] [-out DIR] [-unsafe] [-near 500ms]
 //
 // It exits 1 when a check found an anomaly, 2 when the servers could not be
 // set up.

@@ -29,6 +29,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		workload = fs.String("workload", "all", "lock, cache, reserve or all")
 		out      = fs.String("out", "torture-out", "directory for summary.json and, on a failure, the linearizability visualisation")
 		unsafe   = fs.Bool("unsafe", false, "check the checker: the lock workload without fencing at the register, the cache workload through a naive unguarded cache, the reserve workload with the order of effects before the saga (-give-first); anomalies are expected")
+		near     = fs.Duration("near", 0, "cache workload: the near-cache variant (one standalone Redis, go-redis client-side caching with this MaxStaleness, e.g. 500ms), checked for bounded staleness; with -unsafe its near caches drop invalidation pushes")
 		apiBin   = fs.String("api-bin", "", "the cmd/api binary the reserve workload attacks; empty builds it from this module")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -50,7 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}}
 	}
 	cache := step{"cache", func(ctx context.Context, d time.Duration) (*torture.Result, error) {
-		return torture.RunCache(ctx, torture.CacheConfig{Seed: *seed, Duration: d, Unsafe: *unsafe})
+		return torture.RunCache(ctx, torture.CacheConfig{Seed: *seed, Duration: d, Unsafe: *unsafe, Near: *near})
 	}}
 	reserve := step{"reserve", func(ctx context.Context, d time.Duration) (*torture.Result, error) {
 		return torture.RunReserve(ctx, torture.ReserveConfig{Seed: *seed, Duration: d, GiveFirst: *unsafe, OutDir: *out, APIBinary: *apiBin})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -30,8 +31,15 @@ type CacheConfig struct {
 	TTL, Skew time.Duration
 	// Unsafe reads through a naive cache instead: on a miss it loads, waits
 	// and writes the value back with a plain SET, unguarded; the checker must
-	// then find stale reads after invalidations.
+	// then find stale reads after invalidations. With Near, the near caches
+	// drop Redis's invalidation pushes instead.
 	Unsafe bool
+	// Near, when positive, runs the near-cache variant: one standalone Redis
+	// (go-redis has client-side caching there only) behind a proxy, and each
+	// instance's client with a near cache whose MaxStaleness is Near. Reads
+	// through the instance that did not invalidate are checked for bounded
+	// staleness instead (checkCache).
+	Near time.Duration
 	// Faults, when not nil, replaces the schedule drawn from Seed.
 	Faults []Fault
 }
@@ -60,6 +68,7 @@ func (c *CacheConfig) defaults() {
 // cacheOp is one recorded read or write.
 type cacheOp struct {
 	key        int
+	inst       int // the instance read through; writes invalidate through 0
 	write      bool
 	version    int64 // written, or read
 	start, end time.Time
@@ -73,7 +82,12 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 	cfg.defaults()
 	env := &Env{}
 	defer env.Close()
-	srv, err := startServers(ctx, env, func() []*testenv.RedisNode { return testenv.RedisCluster(env, cacheMasters).Nodes },
+	masters := cacheMasters
+	startRedis := func() []*testenv.RedisNode { return testenv.RedisCluster(env, cacheMasters).Nodes }
+	if cfg.Near > 0 {
+		masters, startRedis = 1, func() []*testenv.RedisNode { return testenv.RedisNodes(env, 1) }
+	}
+	srv, err := startServers(ctx, env, startRedis,
 		`CREATE TABLE torture_items (id integer PRIMARY KEY, version bigint NOT NULL DEFAULT 0);
 		INSERT INTO torture_items (id) SELECT generate_series(0, `+strconv.Itoa(cfg.Keys-1)+`);`)
 	if err != nil {
@@ -95,14 +109,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 		skew       atomic.Int64 // the second instance's clock offset, in ns
 	)
 	for i := range 2 {
-		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, MaxRetries: -1, ContextTimeoutEnabled: true,
-			DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond,
-			NewClient: func(opt *redis.Options) *redis.Client {
-				if p, ok := proxyOf[opt.Addr]; ok {
-					opt.Addr = p
-				}
-				return redis.NewClient(opt)
-			}})
+		rdb := cacheClient(cfg, seeds, proxyOf)
 		defer rdb.Close()
 		now := time.Now
 		if i == 1 {
@@ -114,14 +121,14 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 			return nil, fmt.Errorf("%w: %v", ErrSetup, err)
 		}
 		defer c.Close()
-		if cfg.Unsafe {
+		if cfg.Unsafe && cfg.Near == 0 {
 			readers = append(readers, naiveReader(rdb, cfg.TTL))
 		} else {
 			readers = append(readers, cachexReader(c))
 		}
 		if invalidate == nil {
 			invalidate = func(ctx context.Context, key int) error {
-				if cfg.Unsafe {
+				if cfg.Unsafe && cfg.Near == 0 {
 					return rdb.Del(ctx, "naive:{"+strconv.Itoa(key)+"}").Err()
 				}
 				return c.Invalidate(ctx, strconv.Itoa(key))
@@ -140,7 +147,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 	// (docs/torture.md). Not client_pause: the readers hold no lock. Not
 	// restart: a cluster node restarted empty has forgotten its slots and
 	// needs an operator to rejoin the cluster.
-	faults := scheduleOr(cfg.Faults, cfg.Seed, cfg.Duration, cacheMasters, []Kind{FaultLatency, FaultTimeout, FaultResetPeer,
+	faults := scheduleOr(cfg.Faults, cfg.Seed, cfg.Duration, masters, []Kind{FaultLatency, FaultTimeout, FaultResetPeer,
 		FaultSlowClose, FaultBandwidth, FaultPause, FaultClockSkew})
 
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
@@ -204,7 +211,8 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 	}
 	for i := range cfg.Readers {
 		r := rand.New(rand.NewPCG(cfg.Seed, uint64(i)))
-		read := readers[i%len(readers)]
+		inst := i % len(readers)
+		read := readers[inst]
 		wg.Go(func() {
 			for runCtx.Err() == nil {
 				keys := []int{r.IntN(cfg.Keys)} // Get, or GetMany of three keys every other read
@@ -216,7 +224,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 				ended := time.Now()
 				if runCtx.Err() == nil {
 					for _, k := range keys {
-						record(cacheOp{key: k, version: got[k], start: began, end: ended, err: err})
+						record(cacheOp{key: k, inst: inst, version: got[k], start: began, end: ended, err: err})
 					}
 				}
 				time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
@@ -228,6 +236,9 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 
 	res := &Result{Workload: "cache", Seed: cfg.Seed, Duration: time.Since(start), Faults: recs, Ops: map[string]int{},
 		Checks: []string{"no stale read after an invalidation", "no Redis fault surfaces as a read error", "about one recompute per key per TTL while healthy"}}
+	if cfg.Near > 0 {
+		res.Checks = append(res.Checks, checkBoundedName)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	for _, op := range ops {
@@ -243,7 +254,14 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 	w := checkRecomputes(ops, loads, recs, start, time.Now(), cfg.TTL, &lag)
 	res.Ops["load"], res.Ops["quiet_ttl_windows"], res.Ops["stalled_ttl_windows"] = len(loads), w.quiet, w.stalled
 	res.Ops["scheduling_lag_max_ms"] = int(lag.worst().Milliseconds())
-	res.Anomalies = capAnomalies(append(checkCache(ops), w.anomalies...))
+	stale, staleness := checkCache(ops, nearCheckBound(cfg.Near))
+	res.Anomalies = capAnomalies(append(stale, w.anomalies...))
+	if cfg.Near > 0 {
+		res.Ops["stale_reads"] = len(staleness)
+		for name, q := range map[string]float64{"staleness_p50_us": 0.5, "staleness_p99_us": 0.99, "staleness_max_us": 1} {
+			res.Ops[name] = int(quantile(staleness, q).Microseconds())
+		}
+	}
 	return res, nil
 }
 
@@ -311,8 +329,7 @@ func naiveReader(rdb redis.UniversalClient, ttl time.Duration) cacheReader {
 
 // checkCache checks every read against the writes whose invalidation had
 // returned before the read began.
-func checkCache(ops []cacheOp) []Anomaly {
-	var out []Anomaly
+func checkCache(ops []cacheOp, bound time.Duration) (out []Anomaly, staleness []time.Duration) {
 	writes := map[int][]cacheOp{}
 	for _, op := range ops {
 		if op.write {
@@ -330,19 +347,53 @@ func checkCache(ops []cacheOp) []Anomaly {
 			}
 			continue
 		}
-		var newest *cacheOp
+		// first is the earliest write newer than what the read returned
+		// that was invalidated before the read began.
+		var first *cacheOp
 		for i, w := range writes[op.key] {
-			if w.end.Before(op.start) && (newest == nil || w.version > newest.version) {
-				newest = &writes[op.key][i]
+			if w.end.Before(op.start) && w.version > op.version && (first == nil || w.end.Before(first.end)) {
+				first = &writes[op.key][i]
 			}
 		}
-		if newest != nil && op.version < newest.version {
+		switch {
+		case first == nil:
+		case bound > 0 && op.inst != 0 && op.start.Sub(first.end) <= bound:
+			staleness = append(staleness, op.start.Sub(first.end))
+		case bound > 0 && op.inst != 0:
+			out = append(out, Anomaly{Check: checkBoundedName,
+				Detail: fmt.Sprintf("key %d: a read through the other instance begun at %s returned version %d; version %d was written and invalidated %v before, more than %v",
+					op.key, op.start.Format(time.StampMicro), op.version, first.version, op.start.Sub(first.end).Round(time.Microsecond), bound)})
+		default:
 			out = append(out, Anomaly{Check: "no stale read after an invalidation",
 				Detail: fmt.Sprintf("key %d: a read begun at %s returned version %d; version %d was written and invalidated by %s",
-					op.key, op.start.Format(time.StampMicro), op.version, newest.version, newest.end.Format(time.StampMicro))})
+					op.key, op.start.Format(time.StampMicro), op.version, first.version, first.end.Format(time.StampMicro))})
 		}
 	}
-	return out
+	return out, staleness
+}
+
+// checkBoundedName is the near-cache variant's check.
+const checkBoundedName = "bounded staleness across instances"
+
+// nearCheckBound is how stale the near-cache variant lets a read through the
+// other instance be: the near cache's MaxStaleness, plus cacheTimeout for a
+// reply that was on its way when the write happened (go-redis counts an
+// entry's age from when it was stored). Zero without a near cache.
+func nearCheckBound(maxStaleness time.Duration) time.Duration {
+	if maxStaleness <= 0 {
+		return 0
+	}
+	return maxStaleness + cacheTimeout
+}
+
+// quantile returns the q-quantile of ds (nearest rank), 0 for none.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
 // cacheTimeout is the workload's cachex Timeout: a Redis call that takes

@@ -72,3 +72,40 @@ func TestCacheWorkloadUnsafeIsCaught(t *testing.T) {
 		t.Error("the checker did not see the stale reads of the unguarded write-back")
 	}
 }
+
+// TestCacheNearCacheStaysWithinItsBound: the near-cache variant, under the
+// faults drawn from its seed, reads the other instance's writes within the
+// near cache's bound, and its own at once.
+func TestCacheNearCacheStaysWithinItsBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real servers")
+	}
+	res, err := RunCache(context.Background(), CacheConfig{Seed: 3, Duration: 10 * time.Second, Near: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Print(os.Stdout)
+	if len(res.Anomalies) != 0 {
+		t.Errorf("%d anomalies", len(res.Anomalies))
+	}
+	if res.Ops["read"] == 0 || res.Ops["write"] == 0 || len(res.FaultsByKind()) == 0 {
+		t.Errorf("a run that proves little: operations %v, faults %v", res.Ops, res.FaultsByKind())
+	}
+}
+
+// TestCacheNearCacheThatDropsInvalidationsIsCaught: near caches deaf to
+// Redis's invalidation pushes serve old values past the bound, and the
+// bounded-staleness check says so.
+func TestCacheNearCacheThatDropsInvalidationsIsCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real servers")
+	}
+	res, err := RunCache(context.Background(), CacheConfig{Seed: 1, Duration: 5 * time.Second, Near: 500 * time.Millisecond, Unsafe: true, Faults: []Fault{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Print(os.Stdout)
+	if !checks(res)[checkBoundedName] {
+		t.Errorf("anomalies %v: want the bounded-staleness check to find reads older than the bound", checks(res))
+	}
+}
