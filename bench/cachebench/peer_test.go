@@ -100,6 +100,10 @@ type body func(ctx context.Context, i int) (product, error)
 //   - cachex-ap: the same over the AutoPipeliner;
 //   - cachex-auto: cachex with Options.AutoPipeline over the client;
 //   - cachex-auto-reuse: the same with ReuseDecoded;
+//   - cachex-near: cachex over a second client with go-redis's client-side
+//     caching (the near cache: a hit from process memory, invalidated by
+//     the server), decoding each hit;
+//   - cachex-near-reuse: the same with ReuseDecoded, as the API runs it;
 //   - rueidis: rueidis's GET (every connection pipelined) and
 //     json.Unmarshal;
 //   - rueidis-csc: rueidis's DoCache, served from its client-side cache
@@ -122,6 +126,11 @@ func BenchmarkPeerGet(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	nopt := node.Options()
+	nopt.ContextTimeoutEnabled, nopt.Protocol = true, 3
+	nopt.ClientSideCacheConfig = &redis.ClientSideCacheConfig{MaxEntries: 4 * keys, MaxStaleness: time.Minute}
+	near := redis.NewClient(nopt)
+	b.Cleanup(func() { _ = near.Close() })
 	var calls atomic.Int64 // loader calls after prefill
 	sides := []struct {
 		name string
@@ -133,6 +142,8 @@ func BenchmarkPeerGet(b *testing.B) {
 		{"cachex-ap", cachexSide(b, ap, false, 0, &calls)},
 		{"cachex-auto", cachexSide(b, rdb, true, 0, &calls)},
 		{"cachex-auto-reuse", cachexSide(b, rdb, true, 2*keys, &calls)},
+		{"cachex-near", cachexSide(b, near, false, 0, &calls)},
+		{"cachex-near-reuse", cachexSide(b, near, false, 2*keys, &calls)},
 		{"rueidis", rueidisSide(b, node.Addr(), false)},
 		{"rueidis-csc", rueidisSide(b, node.Addr(), true)},
 		{"goredis-cache", goredisCacheSide(b, rdb, "gc:", nil, &calls)},

@@ -281,6 +281,11 @@ var goals = []goal{
 	{parent: "PeerAcquireRelease", variant: "lockx-ap", mode: "parallel", of: "rueidislock", max: 1},
 	{parent: "PeerAcquireRelease", variant: "lockx-3nodes", of: "lockx", max: 2.5},
 	{parent: "PeerAcquireRelease", variant: "lockx-3nodes-ap", of: "lockx-ap", max: 2.5},
+	// Near cache (issue 30): a hot hit from process memory, decoded once, at
+	// most a twentieth of a plain raw read; a near hit that decodes no
+	// dearer than rueidis's client-side cache, which decodes too.
+	{parent: "PeerGet", variant: "cachex-near-reuse", max: 0.05},
+	{parent: "PeerGet", variant: "cachex-near", of: "rueidis-csc", max: 1},
 	// Tracing (issue 18): with the SDK sampling 10% of traces, at most 10%
 	// over no provider. (Off against the code before tracing is two builds:
 	// docs/benchmarks.md, Tracing.)
