@@ -64,7 +64,11 @@ func TestEndToEnd(t *testing.T) {
 	apis := []string{testenv.FreeAddr(t), testenv.FreeAddr(t)}
 	var procs []*process
 	for i, addr := range apis {
-		procs = append(procs, startProcess(t, fmt.Sprintf("api-%d", i+1), api, nil, append(env, "HTTP_ADDR="+addr)))
+		e := append(env, "HTTP_ADDR="+addr)
+		if i == 1 {
+			e = append(e, "NEAR_CACHE=true") // one instance with the near cache, so its metrics are checked too
+		}
+		procs = append(procs, startProcess(t, fmt.Sprintf("api-%d", i+1), api, nil, e))
 	}
 	for _, addr := range apis {
 		waitHTTP(t, "http://"+addr+"/readyz", time.Minute)
