@@ -62,8 +62,8 @@ func experimentDocs(t *testing.T) map[string]string {
 }
 
 // TestExperimentDocsQuoteTheirReports: every table in an experiment's doc
-// is a copy of (some columns of) a table of the committed report.md (bold
-// allowed), which
+// is a copy of (some columns of) a table of the committed report.md, busy
+// or quiet (bold allowed), which
 // TestCommittedReportsReplotIdentically renders from summary.json: a number
 // in a doc's table is a number of the summary.
 func TestExperimentDocsQuoteTheirReports(t *testing.T) {
@@ -72,16 +72,13 @@ func TestExperimentDocsQuoteTheirReports(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := experimentReports(t, filepath.Base(dir))
 		tables := mdTables(string(text))
 		if len(tables) == 0 {
 			t.Errorf("%s: no result table", doc)
 		}
 		for _, dt := range tables {
-			if !quoted(dt, mdTables(string(rep))) {
+			if !quoted(dt, mdTables(rep)) {
 				t.Errorf("%s: table %q is not a copy of a table of %s/report.md", doc, dt.header, filepath.Base(dir))
 			}
 		}

@@ -27,8 +27,9 @@ func readmeUnits(text string) []string {
 }
 
 var (
-	// experimentLink finds a link to an experiment's page or files.
-	experimentLink = regexp.MustCompile(`docs/experiments/(\d\d-[a-z-]+)(?:\.md|/)`)
+	// experimentLink finds a link to an experiment's page or files, busy
+	// (the committed reference) or quiet (docs/experiments/quiet/).
+	experimentLink = regexp.MustCompile(`docs/experiments/(?:quiet/)?(\d\d-[a-z-]+)(?:\.md|/)`)
 	// linkTarget is a Markdown link's or image's target, dropped before
 	// numbers are read (a path is no figure).
 	linkTarget = regexp.MustCompile(`\]\([^)]*\)`)
@@ -46,7 +47,8 @@ func numbers(text string) map[string]bool {
 
 // TestReadmeQuotesItsReports: every number in a paragraph or list item of
 // README.md that links one guided experiment (the picture's caption, the
-// list of experiments) occurs in that experiment's committed report.md,
+// list of experiments) occurs in that experiment's committed report.md, busy
+// or quiet (experimentReports),
 // which TestCommittedReportsReplotIdentically renders from summary.json. A
 // figure from an older run, or one rounded differently, fails.
 func TestReadmeQuotesItsReports(t *testing.T) {
@@ -64,11 +66,7 @@ func TestReadmeQuotesItsReports(t *testing.T) {
 			continue
 		}
 		for exp := range linked {
-			rep, err := os.ReadFile(filepath.Join("../../../docs/experiments", exp, "report.md"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			have := numbers(string(rep))
+			have := numbers(experimentReports(t, exp))
 			for n := range numbers(linkTarget.ReplaceAllString(u, "]")) {
 				if !have[n] {
 					t.Errorf("README.md quotes %s beside %s, which its report.md does not hold:\n%s", n, exp, u)
@@ -80,4 +78,20 @@ func TestReadmeQuotesItsReports(t *testing.T) {
 	if checked < 5 {
 		t.Errorf("%d README paragraphs cite an experiment; want the caption and the four experiments", checked)
 	}
+}
+
+// experimentReports returns the committed report.md of experiment exp
+// ("01-stampede"), followed by its quiet run's when there is one
+// (docs/experiments/quiet/, make experiments-quiet).
+func experimentReports(t *testing.T, exp string) string {
+	t.Helper()
+	rep, err := os.ReadFile(filepath.Join("../../../docs/experiments", exp, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet, err := os.ReadFile(filepath.Join("../../../docs/experiments/quiet", exp, "report.md"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return string(rep) + "\n" + string(quiet)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -14,14 +15,15 @@ import (
 // draws from those figures.
 func TestCommittedReportsReplotIdentically(t *testing.T) {
 	dirs, err := filepath.Glob("../../../docs/experiments/*/summary.json")
+	quiet, _ := filepath.Glob("../../../docs/experiments/quiet/*/summary.json")
 	more, _ := filepath.Glob("../../../docs/benchmarks/*/summary.json")
-	dirs = append(dirs, more...)
+	dirs = append(append(dirs, quiet...), more...)
 	if err != nil || len(more) == 0 {
 		t.Fatalf("no committed summaries found: %v", err)
 	}
 	for _, summary := range dirs {
 		committed := filepath.Dir(summary)
-		t.Run(filepath.Base(committed), func(t *testing.T) {
+		t.Run(strings.TrimPrefix(committed, "../../../docs/"), func(t *testing.T) {
 			dir := t.TempDir()
 			b, err := os.ReadFile(summary)
 			if err != nil {
