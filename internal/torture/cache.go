@@ -147,8 +147,13 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 	// (docs/torture.md). Not client_pause: the readers hold no lock. Not
 	// restart: a cluster node restarted empty has forgotten its slots and
 	// needs an operator to rejoin the cluster.
-	faults := scheduleOr(cfg.Faults, cfg.Seed, cfg.Duration, masters, []Kind{FaultLatency, FaultTimeout, FaultResetPeer,
-		FaultSlowClose, FaultBandwidth, FaultPause, FaultClockSkew})
+	// The near-cache variant's one server can restart empty: what a near
+	// cache must not outlive.
+	kinds := []Kind{FaultLatency, FaultTimeout, FaultResetPeer, FaultSlowClose, FaultBandwidth, FaultPause, FaultClockSkew}
+	if cfg.Near > 0 {
+		kinds = append(kinds, FaultRestart)
+	}
+	faults := scheduleOr(cfg.Faults, cfg.Seed, cfg.Duration, masters, kinds)
 
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
