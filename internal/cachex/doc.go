@@ -25,6 +25,13 @@
 // round trip is needed. A load that started before an Invalidate never
 // lands after it, on any path (a tombstone and guarded writes).
 //
+// Near cache: over a *redis.Client with go-redis client-side caching
+// (ClientSideCacheConfig with MaxStaleness), hits come from process memory
+// and Redis's invalidation pushes keep them current. A read may return
+// another instance's old value for at most MaxStaleness (usually a few ms);
+// the instance's own Invalidate is read at once; every write and lock still
+// goes to Redis. NearCacheCollector exports the client's counts.
+//
 // The strategy can be switched at run time between XFetch (default), TTL (a
 // plain read-through cache: the stampede baseline) and None (no cache).
 //

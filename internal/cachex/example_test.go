@@ -188,3 +188,40 @@ func Example_copyIt() {
 	fmt.Println(s.Products)
 	// Output: 412
 }
+
+// A near cache: the client keeps GET replies in process memory (go-redis
+// client-side caching, RESP3) and Redis tells it when a key changes, so hot
+// keys are served without a round trip. MaxStaleness bounds how long a lost
+// invalidation could serve an old value.
+func Example_nearCache() {
+	rdb := redis.NewClient(&redis.Options{
+		Addr: os.Getenv(redistest.ExampleAddrEnv), ContextTimeoutEnabled: true, Protocol: 3,
+		ClientSideCacheConfig: &redis.ClientSideCacheConfig{MaxEntries: 10_000, MaxStaleness: 2 * time.Second},
+	})
+	defer rdb.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(cachex.NearCacheCollector(rdb, "hot"))
+
+	stats, err := cachex.New(rdb, cachex.JSON[CategoryStats]{}, cachex.Options{
+		Name: "example_near_stats", TTL: 30 * time.Second, Registerer: reg, ReuseDecoded: 1024,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stats.Close()
+	ctx := context.Background()
+	_ = stats.Invalidate(ctx, "garden")
+
+	load := func(ctx context.Context) (CategoryStats, error) { return CategoryStats{Products: 412, AvgPrice: 23.5}, nil }
+	for range 3 { // the first read loads; once the client holds the reply, reads come from memory
+		s, err := stats.Get(ctx, "garden", load)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(s.Products)
+	}
+	// Output:
+	// 412
+	// 412
+	// 412
+}
