@@ -212,7 +212,9 @@ func Example_nearCache() {
 	ctx := context.Background()
 	_ = stats.Invalidate(ctx, "garden")
 
-	load := func(ctx context.Context) (CategoryStats, error) { return CategoryStats{Products: 412, AvgPrice: 23.5}, nil }
+	load := func(ctx context.Context) (CategoryStats, error) {
+		return CategoryStats{Products: 412, AvgPrice: 23.5}, nil
+	}
 	for range 3 { // the first read loads; once the client holds the reply, reads come from memory
 		s, err := stats.Get(ctx, "garden", load)
 		if err != nil {
