@@ -30,9 +30,11 @@ var errNearBound = errors.New("the client's client-side cache has no bound on st
 	"set ClientSideCacheConfig.MaxStaleness (a few seconds; it bounds how long a lost invalidation can serve an old value)")
 
 // nearOf returns the near cache of rdb: nil when rdb has no client-side
-// cache (go-redis offers one only on a *redis.Client over RESP3; a cluster
-// client, a ring or an AutoPipeliner reads every hit from Redis), and an
-// error when the cache states no staleness bound.
+// cache (go-redis offers one only on a *redis.Client over RESP3: a cluster
+// client or a ring reads every hit from Redis), and an error when the cache
+// states no staleness bound. An AutoPipeliner hides its client: over one of
+// a client with client-side caching, its GETs are cached but nearOf cannot
+// tell (docs/cachex.md, "Near cache", says to give New the client itself).
 func nearOf(rdb redis.UniversalClient) (*near, error) {
 	c, ok := rdb.(*redis.Client)
 	if !ok {
