@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-lab/stampede/internal/cachex"
@@ -107,6 +108,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 		readers    []cacheReader
 		invalidate func(context.Context, int) error
 		skew       atomic.Int64 // the second instance's clock offset, in ns
+		failed     = &redisErrors{reg: prometheus.NewRegistry()}
 	)
 	for i := range 2 {
 		rdb := cacheClient(cfg, seeds, proxyOf)
@@ -116,7 +118,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 			now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 		}
 		c, err := cachex.New(rdb, cachex.JSON[int64]{}, cachex.Options{Name: "torture" + strconv.Itoa(i), Prefix: "torture:",
-			TTL: cfg.TTL, Timeout: cacheTimeout}, cachex.WithClock(now))
+			TTL: cfg.TTL, Timeout: cacheTimeout, Registerer: failed.reg}, cachex.WithClock(now))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrSetup, err)
 		}
@@ -166,6 +168,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 		lag   lagMonitor
 	)
 	wg.Go(func() { lag.run(runCtx) })
+	wg.Go(func() { failed.run(runCtx) })
 	record := func(op cacheOp) { mu.Lock(); ops = append(ops, op); mu.Unlock() }
 	for w := range cfg.Writers {
 		r := rand.New(rand.NewPCG(cfg.Seed, uint64(1000+w)))
@@ -256,7 +259,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 			res.Ops["read"]++
 		}
 	}
-	w := checkRecomputes(ops, loads, recs, start, time.Now(), cfg.TTL, &lag)
+	w := checkRecomputes(ops, loads, recs, start, time.Now(), cfg.TTL, &lag, failed)
 	res.Ops["load"], res.Ops["quiet_ttl_windows"], res.Ops["stalled_ttl_windows"] = len(loads), w.quiet, w.stalled
 	res.Ops["scheduling_lag_max_ms"] = int(lag.worst().Milliseconds())
 	stale, staleness := checkCache(ops, nearCheckBound(cfg.Near))
@@ -406,7 +409,8 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 const cacheTimeout = 100 * time.Millisecond
 
 // recomputeWindows is what checkRecomputes checked: the TTL windows with
-// no fault (quiet) and those it skipped because this process stalled.
+// no fault (quiet) and those it skipped because this process stalled or a
+// Redis call failed.
 type recomputeWindows struct {
 	quiet, stalled int
 	anomalies      []Anomaly
@@ -416,9 +420,10 @@ type recomputeWindows struct {
 // over, each key was loaded at most twice plus twice for each invalidation of
 // it in the window (one for the invalidation, one for a read that raced it),
 // across both instances: the cache's lease lets one load run for all. A
-// window in which the process stalled for half of cacheTimeout or more is
-// skipped: its Redis calls could time out and be bypassed, as they should.
-func checkRecomputes(ops, loads []cacheOp, faults []FaultRecord, start, end time.Time, ttl time.Duration, lag *lagMonitor) (w recomputeWindows) {
+// window in which the process stalled for half of cacheTimeout or more, or
+// in which a cache counted a failed Redis call (failed), is skipped: its
+// reads could bypass Redis and load, as they should.
+func checkRecomputes(ops, loads []cacheOp, faults []FaultRecord, start, end time.Time, ttl time.Duration, lag *lagMonitor, failed *redisErrors) (w recomputeWindows) {
 	for from := start; from.Add(ttl).Before(end); from = from.Add(ttl) {
 		to := from.Add(ttl)
 		quiet := true
@@ -430,7 +435,7 @@ func checkRecomputes(ops, loads []cacheOp, faults []FaultRecord, start, end time
 		if !quiet {
 			continue
 		}
-		if lag.max(from, to) >= cacheTimeout/2 {
+		if lag.max(from, to) >= cacheTimeout/2 || failed.during(from, to) {
 			w.stalled++
 			continue
 		}

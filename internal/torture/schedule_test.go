@@ -90,8 +90,9 @@ func TestLossTimingAllowsTheProcesssOwnLag(t *testing.T) {
 
 // TestRecomputesAreNotCountedWhereTheProcessStalled: twenty loads of a key
 // in one TTL window are an anomaly, unless the process stalled in that
-// window long enough for its Redis calls to time out (each then bypassed
-// and loaded, as it should).
+// window long enough for its Redis calls to time out, or a cache counted a
+// failed Redis call there (each read then bypassed and loaded, as it
+// should).
 func TestRecomputesAreNotCountedWhereTheProcessStalled(t *testing.T) {
 	start, ttl := time.Now(), time.Second
 	var loads []cacheOp
@@ -99,17 +100,22 @@ func TestRecomputesAreNotCountedWhereTheProcessStalled(t *testing.T) {
 		loads = append(loads, cacheOp{key: 1, start: start.Add(ttl + time.Duration(i)*10*time.Millisecond)})
 	}
 	end := start.Add(3 * ttl)
-	w := checkRecomputes(nil, loads, nil, start, end, ttl, &lagMonitor{})
+	w := checkRecomputes(nil, loads, nil, start, end, ttl, &lagMonitor{}, nil)
 	if len(w.anomalies) != 1 || w.quiet != 2 || w.stalled != 0 {
 		t.Errorf("twenty loads in a window with no stall: %+v, want one anomaly in 2 quiet windows", w)
 	}
 	starved := &lagMonitor{late: []lagSample{{at: start.Add(ttl + 300*time.Millisecond), late: cacheTimeout}}}
-	w = checkRecomputes(nil, loads, nil, start, end, ttl, starved)
+	w = checkRecomputes(nil, loads, nil, start, end, ttl, starved, nil)
 	if len(w.anomalies) != 0 || w.quiet != 1 || w.stalled != 1 {
 		t.Errorf("the same loads in a window where the process stalled for %v: %+v, want it skipped", cacheTimeout, w)
 	}
+	failed := &redisErrors{seen: []time.Time{start.Add(ttl + 500*time.Millisecond)}}
+	w = checkRecomputes(nil, loads, nil, start, end, ttl, &lagMonitor{}, failed)
+	if len(w.anomalies) != 0 || w.quiet != 1 || w.stalled != 1 {
+		t.Errorf("the same loads in a window where a cache counted a failed Redis call: %+v, want it skipped", w)
+	}
 	short := &lagMonitor{late: []lagSample{{at: start.Add(ttl + 300*time.Millisecond), late: cacheTimeout / 5}}}
-	if w = checkRecomputes(nil, loads, nil, start, end, ttl, short); len(w.anomalies) != 1 {
+	if w = checkRecomputes(nil, loads, nil, start, end, ttl, short, nil); len(w.anomalies) != 1 {
 		t.Errorf("a stall too short for a timeout excused %+v", w)
 	}
 }
