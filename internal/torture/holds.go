@@ -120,8 +120,14 @@ func (s holdState) apply(op holdOp) []holdState {
 	}
 	switch op.kind + " " + op.outcome {
 	case "reserve created":
-		if s.status == "" && op.status == "active" {
+		switch {
+		case s.status == "" && op.status == "active":
 			s.status = "active"
+			return []holdState{s}
+		case s.status == "" && op.status == "expired" && s.expires != 0 && op.ret >= s.expires-expirySlack.Nanoseconds():
+			// Made active, then expired before the answer was read back
+			// (an attempt that settles its outcome by a look-up).
+			s.status = "expired"
 			return []holdState{s}
 		}
 		return answered() // an earlier attempt with the key made it
