@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,14 +113,6 @@ func TestDemoReplay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prometheus; skipped under -short")
 	}
-	prom, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatal("prometheus not on PATH (Debian: apt-get install prometheus)")
-	}
-	pt, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatal("promtool not on PATH")
-	}
 	dir := t.TempDir()
 
 	// 10 minutes at 5s: a lock lost at 2m on one of two instances, Redis
@@ -158,37 +149,7 @@ func TestDemoReplay(t *testing.T) {
 		`job="api",instance="a",route="/v1/search",method="GET",code="200",le="1.024"`: always(func(i int) float64 { return float64(10 * i) }),
 	})
 	om.WriteString("# EOF\n")
-	in := filepath.Join(dir, "in.om")
-	data := filepath.Join(dir, "data")
-	if err := os.WriteFile(in, om.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(pt, "tsdb", "create-blocks-from", "openmetrics", in, data).CombinedOutput(); err != nil {
-		t.Fatalf("promtool tsdb create-blocks-from: %v\n%s", err, out)
-	}
-
-	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 5s\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := testenv.FreeAddr(t)
-	cmd := exec.Command(prom, "--config.file="+cfg, "--storage.tsdb.path="+data,
-		"--web.listen-address="+addr, "--log.level=warn")
-	logs, err := os.Create(filepath.Join(dir, "prometheus.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logs.Close()
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	base := "http://" + addr
-	waitReady(t, base+"/-/ready", logs.Name())
+	base := testenv.PrometheusFrom(t, om.Bytes())
 
 	out := filepath.Join(dir, "demo_replay_test.yml")
 	args := []string{"-prom", base, "-start", t0.UTC().Format(time.RFC3339),
@@ -229,14 +190,14 @@ func TestDemoReplay(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "alerts.yml"), rules, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := exec.Command(pt, "test", "rules", out).CombinedOutput(); err != nil {
+	if b, err := exec.Command("promtool", "test", "rules", out).CombinedOutput(); err != nil {
 		t.Fatalf("promtool test rules %s: %v\n%s\n%s", out, err, b, got)
 	}
 	args[len(args)-1] = "StampedeCacheRedisErrors@7m=quiet"
 	if rc := run(context.Background(), args, &stdout, &stderr); rc != 0 {
 		t.Fatalf("run: exit %d\n%s", rc, stderr.String())
 	}
-	if b, err := exec.Command(pt, "test", "rules", out).CombinedOutput(); err == nil {
+	if b, err := exec.Command("promtool", "test", "rules", out).CombinedOutput(); err == nil {
 		t.Errorf("promtool passes a wrong expectation (StampedeCacheRedisErrors quiet at 7m):\n%s", b)
 	}
 }
@@ -250,20 +211,4 @@ func TestRunRefusesBadExpectations(t *testing.T) {
 			t.Errorf("-expect %q: exit %d, %q; want a refusal", e, rc, stderr.String())
 		}
 	}
-}
-
-func waitReady(t *testing.T, url, logFile string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	logs, _ := os.ReadFile(logFile)
-	t.Fatalf("prometheus not ready at %s within 30s:\n%s", url, logs)
 }
