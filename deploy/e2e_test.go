@@ -179,6 +179,10 @@ func TestEndToEnd(t *testing.T) {
 		checkHottestKey(t, prom, w)
 	})
 
+	t.Run("the demo figures tell the same story", func(t *testing.T) {
+		checkDemoFigures(t, root, prom, w)
+	})
+
 	exported := map[string]bool{}
 	for _, target := range append(slices.Clone(apis), lgAddr) {
 		for name := range metricFamilies(t, "http://"+target+"/metrics") {
