@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,6 +24,9 @@ type near struct {
 	bound   time.Duration
 	mu      sync.Mutex
 	written map[string]time.Time // Redis key → when this cache invalidated it
+	// entries is len(written), kept under mu and read without it: a hit
+	// takes no lock while this cache has invalidated nothing lately.
+	entries atomic.Int64
 }
 
 // errNearBound is New's answer to a client-side cache with no MaxStaleness.
@@ -69,16 +73,21 @@ func (n *near) wrote(rks []string) {
 	for _, rk := range rks {
 		n.written[rk] = now
 	}
+	n.entries.Store(int64(len(n.written)))
 }
 
 // fresh reports whether a read of rk must go to the server: this cache
 // invalidated it less than bound ago.
 func (n *near) fresh(rk string) bool {
+	if n.entries.Load() == 0 {
+		return false
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	at, ok := n.written[rk]
 	if ok && time.Since(at) >= n.bound {
 		delete(n.written, rk)
+		n.entries.Store(int64(len(n.written)))
 		ok = false
 	}
 	return ok
