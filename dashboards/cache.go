@@ -162,7 +162,8 @@ func cache() boardSpec {
 						"in between: a stampede's wasted Postgres queries. xfetch: none (one instance refreshes each " +
 						"key, early, under its refresh lock). ttl: every reader that finds a hot key expired recomputes " +
 						"it, and all but the first of those values are discarded. StampedeRecomputeStorm fires on " +
-						"recomputes per stored value (ok recomputes / (ok - discarded)) over 1.25; the guided " +
+						"recomputes per stored value (ok recomputes / (ok - discarded)) over 1.25, or on a key recomputed " +
+						"more than 3 times in its TTL window (Recomputes of the hottest key per TTL window); the guided " +
 						"experiments bound an xfetch phase's duplicates per key per TTL window.",
 					targets: []target{{expr: sumRate("cache", "cachex_recomputes_discarded_total"), legend: "{{cache}}"}},
 				},
@@ -187,7 +188,7 @@ func recomputesPerKey(link, linkTitle string) panelSpec {
 			"(each time a Postgres query) in the last complete TTL window, the highest of the API instances " +
 			"(catalog_hottest_key_recomputes). xfetch: 1 (one instance refreshes each key, early). ttl: every " +
 			"reader that finds the hot key expired recomputes it, so a burst reads well above 1 (" + recomputeStormText +
-			" in the demo's bursts). 0: nothing was recomputed in the window.",
+			" in the demo's bursts); StampedeRecomputeStorm fires above 3. 0: nothing was recomputed in the window.",
 		targets: []target{{expr: "max by (cache) (" + sel("catalog_hottest_key_recomputes") + ") * on (cache) group_left (strategy) " + strategy,
 			legend: "{{cache}} ({{strategy}})"}},
 	}

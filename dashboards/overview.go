@@ -175,8 +175,8 @@ of 200 requests/s on categories 1–3, switching *category_stats* to the next st
 
 **Minute by minute.** 0:00–2:20 steady load: hit ratio about 75%, one recompute per key per TTL window. 2:20 the
 first burst, under ttl: every reader that finds a hot key expired recomputes it, so *Recomputes of the hottest key
-per TTL window* jumps well above 1 (` + recomputeStormText + `), category_stats queries to ~25/s, the burst p99 to seconds, and StampedeRecomputeStorm fires
-(*Alerts now*). 5:20 the next burst, under xfetch: one early refresh per key per TTL, p99 a few ms, no alert. Then
+per TTL window* jumps well above 1 (` + recomputeStormText + `), category_stats queries from 2/s to ~10/s, the burst p99 to seconds, and StampedeRecomputeStorm fires
+(*Alerts now*). 5:20 the next burst, under xfetch: one early refresh per key per TTL, p99 tens of ms, no alert of its own. Then
 it alternates. Marks on the time axis: purple strategy switches, orange bursts, yellow fault-knob changes, blue
 demo pauses, red alerts.
 

@@ -56,6 +56,7 @@ var sources = []source{
 	{metric: "cachex_strategy_info", by: []string{"cache", "strategy"}},
 	{metric: "cachex_recomputes_total", by: []string{"cache", "status"}},
 	{metric: "cachex_recomputes_discarded_total", by: []string{"cache"}},
+	{metric: "catalog_hottest_key_recomputes", by: []string{"cache"}},
 	{metric: "cachex_redis_errors_total", by: []string{"cache"}},
 	{metric: "http_requests_total", by: []string{"job", "route", "code"}},
 	{metric: "http_request_duration_seconds_bucket", by: []string{"route", "code", "le"}, matchers: `le="1.024"`},
@@ -64,14 +65,15 @@ var sources = []source{
 }
 
 // query is the PromQL of a source. Sums keep a gauge's value only when one
-// series has it per group: cachex_strategy_info is 0 or 1 per instance, so
-// it takes max.
+// series has it per group: cachex_strategy_info is 0 or 1 per instance and
+// the rules read the hottest key's recomputes as the highest instance's, so
+// those take max.
 func (s source) query() string {
 	sel := s.metric + "{" + s.matchers + "}"
 	switch {
 	case s.by == nil:
 		return sel
-	case strings.HasSuffix(s.metric, "_info"):
+	case strings.HasSuffix(s.metric, "_info"), s.metric == "catalog_hottest_key_recomputes":
 		return fmt.Sprintf("max by (%s) (%s)", strings.Join(s.by, ", "), sel)
 	}
 	return fmt.Sprintf("sum by (%s) (%s)", strings.Join(s.by, ", "), sel)
