@@ -49,15 +49,24 @@ func newConn(rdb redis.UniversalClient, autoPipeline bool) (*conn, error) {
 type lane struct {
 	c       *conn
 	batched bool
+	counted bool // enter counted it in inFlight
 }
 
-// enter picks the lane of a call.
+// enter picks the lane of a call. Only Options.AutoPipeline counts the
+// calls in flight: the count is one cache line that every call of every
+// goroutine writes, which is a cost where nothing reads it.
 func (c *conn) enter() lane {
-	n := c.inFlight.Add(1)
-	return lane{c: c, batched: c.ap != nil && (!c.adaptive || n > 1)}
+	if !c.adaptive {
+		return lane{c: c, batched: c.ap != nil}
+	}
+	return lane{c: c, batched: c.inFlight.Add(1) > 1, counted: true}
 }
 
-func (l lane) leave() { l.c.inFlight.Add(-1) }
+func (l lane) leave() {
+	if l.counted {
+		l.c.inFlight.Add(-1)
+	}
+}
 
 // do sends cmd and waits for its reply until ctx ends. After an error of
 // ctx the reply may still be on its way: the caller must not read cmd.
