@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stampede-lab/stampede/internal/torture"
@@ -75,8 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "torture: -duration %v gives each of %d runs less than 5s\n", *duration, len(steps))
 		return exitSetup
 	}
-	fmt.Fprintf(stdout, "torture: seed %d, %v per run (rerun: torture -seed %d -duration %v -workload %s)\n",
-		*seed, each, *seed, *duration, *workload)
+	fmt.Fprintf(stdout, "torture: seed %d, %v per run (rerun: %s)\n", *seed, each, rerun(fs, *seed))
 
 	var results []*torture.Result
 	anomalies := 0
@@ -125,4 +126,19 @@ func progress(w io.Writer, name string, d time.Duration) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// rerun is the command line that runs the same schedule again: the seed,
+// -duration and -workload, and every other flag given (-near, -unsafe,
+// -api-bin), so that a variant reruns as itself. -out is left to the user.
+func rerun(fs *flag.FlagSet, seed uint64) string {
+	args := []string{"torture", "-seed=" + strconv.FormatUint(seed, 10)}
+	fs.VisitAll(func(f *flag.Flag) {
+		switch {
+		case f.Name == "seed" || f.Name == "out":
+		case f.Name == "duration" || f.Name == "workload" || f.Value.String() != f.DefValue:
+			args = append(args, "-"+f.Name+"="+f.Value.String())
+		}
+	})
+	return strings.Join(args, " ")
 }

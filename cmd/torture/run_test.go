@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRunWritesTheSummary runs the reserve workload briefly with a fixed
@@ -26,6 +28,9 @@ func TestRunWritesTheSummary(t *testing.T) {
 	if !strings.HasPrefix(stdout.String(), "torture: seed 11,") {
 		t.Errorf("the seed is not printed first")
 	}
+	if !strings.Contains(stdout.String(), "(rerun: torture -seed=11 -duration=6s -workload=reserve)") {
+		t.Errorf("the first line does not name the command that reruns the run")
+	}
 	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +41,25 @@ func TestRunWritesTheSummary(t *testing.T) {
 	}
 	if err := json.Unmarshal(b, &got); err != nil || len(got) != 1 || got[0].Workload != "reserve" || got[0].Seed != 11 {
 		t.Errorf("summary %s (%v)", b, err)
+	}
+}
+
+// TestRerunKeepsTheVariant: the rerun command carries every flag given
+// but -out (a near-cache or unsafe run reruns as itself) and the drawn seed.
+func TestRerunKeepsTheVariant(t *testing.T) {
+	fs := flag.NewFlagSet("torture", flag.ContinueOnError)
+	fs.Uint64("seed", 0, "")
+	fs.Duration("duration", 2*time.Minute, "")
+	fs.String("workload", "all", "")
+	fs.String("out", "torture-out", "")
+	fs.Duration("near", 0, "")
+	fs.Bool("unsafe", false, "")
+	if err := fs.Parse([]string{"-workload", "cache", "-near", "500ms", "-unsafe", "-out", "x"}); err != nil {
+		t.Fatal(err)
+	}
+	want := "torture -seed=7 -duration=2m0s -near=500ms -unsafe=true -workload=cache"
+	if got := rerun(fs, 7); got != want {
+		t.Errorf("rerun = %q, want %q", got, want)
 	}
 }
 
