@@ -119,11 +119,13 @@ func measure(ctx context.Context, prom string, start, end time.Time) (*figures, 
 	return f, nil
 }
 
+// querier runs range queries over the recording: its range, at step.
 type querier struct {
 	api v1.API
 	r   v1.Range
 }
 
+// matrix evaluates expr over the recording.
 func (q querier) matrix(ctx context.Context, expr string) (model.Matrix, error) {
 	v, _, _, err := q.api.QueryRange(ctx, expr, q.r)
 	if err != nil {
