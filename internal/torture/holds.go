@@ -120,17 +120,18 @@ func (s holdState) apply(op holdOp) []holdState {
 	}
 	switch op.kind + " " + op.outcome {
 	case "reserve created":
-		switch {
-		case s.status == "" && op.status == "active":
-			s.status = "active"
-			return []holdState{s}
-		case s.status == "" && op.status == "expired" && s.expires != 0 && op.ret >= s.expires-expirySlack.Nanoseconds():
-			// Made active, then expired before the answer was read back
-			// (an attempt that settles its outcome by a look-up).
-			s.status = "expired"
-			return []holdState{s}
+		if s.status != "" {
+			return answered() // an earlier attempt with the key made it
 		}
-		return answered() // an earlier attempt with the key made it
+		// Made active; an attempt that settles its outcome by a look-up
+		// reads it back, expired if its expires_at passed meanwhile.
+		s.status = "active"
+		for _, t := range s.beforeOp(op) {
+			if t.status == op.status {
+				return []holdState{t}
+			}
+		}
+		return nil
 	case "reserve replayed", "read done":
 		return answered()
 	case "reserve refused", "cancel missing", "read missing":
