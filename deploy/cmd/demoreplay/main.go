@@ -45,6 +45,10 @@ type source struct {
 	metric   string
 	by       []string // nil: the raw series (with job and instance)
 	matchers string
+	// max: a per-instance gauge, read as the highest instance's (a sum
+	// would add them): cachex_strategy_info is 0 or 1 per instance, and the
+	// rules read the hottest key's recomputes by max.
+	max bool
 }
 
 // sources are the series deploy/rules/alerts.yml reads (main_test.go checks
@@ -53,10 +57,10 @@ var sources = []source{
 	{metric: "lockx_lost_total", by: []string{"name"}},
 	{metric: "catalog_reservations_total", by: []string{"result"}},
 	{metric: "cachex_gets_total", by: []string{"cache", "result"}},
-	{metric: "cachex_strategy_info", by: []string{"cache", "strategy"}},
+	{metric: "cachex_strategy_info", by: []string{"cache", "strategy"}, max: true},
 	{metric: "cachex_recomputes_total", by: []string{"cache", "status"}},
 	{metric: "cachex_recomputes_discarded_total", by: []string{"cache"}},
-	{metric: "catalog_hottest_key_recomputes", by: []string{"cache"}},
+	{metric: "catalog_hottest_key_recomputes", by: []string{"cache"}, max: true},
 	{metric: "cachex_redis_errors_total", by: []string{"cache"}},
 	{metric: "http_requests_total", by: []string{"job", "route", "code"}},
 	{metric: "http_request_duration_seconds_bucket", by: []string{"route", "code", "le"}, matchers: `le="1.024"`},
@@ -64,16 +68,14 @@ var sources = []source{
 	{metric: "up"},
 }
 
-// query is the PromQL of a source. Sums keep a gauge's value only when one
-// series has it per group: cachex_strategy_info is 0 or 1 per instance and
-// the rules read the hottest key's recomputes as the highest instance's, so
-// those take max.
+// query is the PromQL of a source: the sum by its labels, or the highest
+// when it is max.
 func (s source) query() string {
 	sel := s.metric + "{" + s.matchers + "}"
 	switch {
 	case s.by == nil:
 		return sel
-	case strings.HasSuffix(s.metric, "_info"), s.metric == "catalog_hottest_key_recomputes":
+	case s.max:
 		return fmt.Sprintf("max by (%s) (%s)", strings.Join(s.by, ", "), sel)
 	}
 	return fmt.Sprintf("sum by (%s) (%s)", strings.Join(s.by, ", "), sel)
