@@ -44,6 +44,7 @@ func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end: builds and runs the api, loadgen and prometheus")
 	}
+	t.Parallel()
 	root := repoRoot(t)
 	promBin := prometheusBin(t)
 	api, loadgen := buildBinaries(t, root)

@@ -35,6 +35,7 @@ func TestTraceOfAStampede(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end: builds and runs the api, loadgen, jaeger and prometheus")
 	}
+	t.Parallel()
 	root := repoRoot(t)
 	jaeger := jaegerBin(t, root)
 	promBin := prometheusBin(t)

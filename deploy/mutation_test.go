@@ -38,6 +38,7 @@ func TestMutationsAreKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs promtool once or twice per mutation; skipped under -short")
 	}
+	t.Parallel()
 	root := repoRoot(t)
 	pt := promtool(t)
 	start := time.Now()

@@ -18,6 +18,7 @@ func TestCopyCheck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("copies the packages into a new module and runs their tests")
 	}
+	t.Parallel()
 	if os.Getenv("DATABASE_URL") == "" {
 		t.Fatal("set DATABASE_URL: pgfence's tests in the copy need a Postgres")
 	}

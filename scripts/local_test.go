@@ -58,6 +58,7 @@ func TestLocalStartStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs scripts/local.sh: Redis servers, Postgres, the api")
 	}
+	t.Parallel()
 	for _, bin := range []string{"redis-server", "psql", "pg_isready", "curl", "ps"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			t.Fatalf("%s is not installed; local.sh needs it (apt-get install redis-server postgresql-client curl procps)", bin)

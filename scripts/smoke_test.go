@@ -27,6 +27,7 @@ func TestSmokeRunLocal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs scripts/local.sh and scripts/smoke.sh: Redis servers, Postgres, the api, loadgen, Prometheus")
 	}
+	t.Parallel()
 	for _, bin := range []string{"curl", "jq", "redis-server", "psql", "pg_isready", "prometheus", "ps"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			t.Fatalf("%s is not installed; smoke.sh and local.sh need it (apt-get install curl jq redis-server postgresql-client prometheus procps)", bin)

@@ -9,11 +9,12 @@
 #
 #   PKG=./internal/lockx COUNT=5 bash scripts/test-under-load.sh
 #
-# PKG (default ./...) is the package pattern, COUNT (default 1) the number of
+# PKG (default ./...; make passes make test's list) the packages or patterns, COUNT (default 1) the number of
 # runs, TESTFLAGS (default make test's) go test's flags.
 set -euo pipefail
 
 pkg=${PKG:-./...}
+read -ra pkgs <<<"$pkg" # one or more packages or patterns
 count=${COUNT:-1}
 read -r -a flags <<<"${TESTFLAGS:--race -count=1 -timeout 9m}"
 gotest=$(dirname "$0")/gotest.sh
@@ -37,7 +38,7 @@ for ((run = 1; run <= count; run++)); do
 	log "run $run of $count: go test ${flags[*]} $pkg"
 	start=$SECONDS
 	result=pass
-	bash "$gotest" "${flags[@]}" "$pkg" || result=FAIL
+	bash "$gotest" "${flags[@]}" "${pkgs[@]}" || result=FAIL
 	[ "$result" = pass ] || failed=$((failed + 1))
 	results+=("run $run of $count: $result in $((SECONDS - start))s")
 	log "${results[-1]}"

@@ -120,8 +120,11 @@ func startInstance(t testing.TB, db *pgxpool.Pool, node *testenv.RedisNode, o ap
 		t.Fatal(err)
 	}
 	t.Cleanup(svc.Close)
+	// The server's budget for a request covers the lock wait the test chose,
+	// so that a slow machine answers busy (the lock) rather than 503 (the
+	// budget) before that wait has run out.
 	h, err := NewHandler(HandlerConfig{Service: svc, Faults: faults, AdminToken: testAdminToken, Registry: reg, TracerProvider: o.tracer, Logger: o.log,
-		Ready: func(ctx context.Context) error { return db.Ping(ctx) }})
+		RequestTimeout: o.lockWait + 10*time.Second, Ready: func(ctx context.Context) error { return db.Ping(ctx) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ func TestCacheWorkload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers and fault injection")
 	}
+	t.Parallel()
 	res, err := RunCache(context.Background(), CacheConfig{Seed: 9, Duration: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -35,6 +36,7 @@ func TestCacheRecomputesWhileHealthy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers")
 	}
+	t.Parallel()
 	quiet := 0
 	for run := 0; run < 5 && quiet < 2; run++ {
 		res, err := RunCache(context.Background(), CacheConfig{Seed: 2 + uint64(run), Duration: 5 * time.Second, Faults: []Fault{}})
@@ -59,6 +61,7 @@ func TestCacheWorkloadUnsafeIsCaught(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers")
 	}
+	t.Parallel()
 	res, err := RunCache(context.Background(), CacheConfig{Seed: 1, Duration: 5 * time.Second, Unsafe: true, Faults: []Fault{}})
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +83,7 @@ func TestCacheNearCacheStaysWithinItsBound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers")
 	}
+	t.Parallel()
 	res, err := RunCache(context.Background(), CacheConfig{Seed: 3, Duration: 10 * time.Second, Near: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -100,6 +104,7 @@ func TestCacheNearCacheThatDropsInvalidationsIsCaught(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers")
 	}
+	t.Parallel()
 	res, err := RunCache(context.Background(), CacheConfig{Seed: 1, Duration: 5 * time.Second, Near: 500 * time.Millisecond, Unsafe: true, Faults: []Fault{}})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ func TestLockWorkload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers and fault injection")
 	}
+	t.Parallel()
 	res, err := RunLock(context.Background(), LockConfig{Seed: 7, Duration: 15 * time.Second, Nodes: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +33,7 @@ func TestLockWorkloadUnsafeIsCaught(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real servers and fault injection")
 	}
+	t.Parallel()
 	faults := []Fault{{Kind: FaultClientPause, Node: -1, At: 200 * time.Millisecond, For: 5 * time.Second}}
 	res, err := RunLock(context.Background(), LockConfig{Seed: 1, Duration: 8 * time.Second, Nodes: 1, Unsafe: true, Faults: faults})
 	if err != nil {

@@ -19,6 +19,10 @@ func runReserve(t *testing.T, cfg ReserveConfig) *Result {
 	if testing.Short() {
 		t.Skip("real servers, API processes and fault injection")
 	}
+	// Workloads run side by side (go test -parallel): each has its own
+	// servers, database and processes, and the checks judge histories,
+	// not timings.
+	t.Parallel()
 	cfg.APIBinary = os.Getenv("STAMPEDE_TORTURE_API_BIN")
 	if cfg.OutDir == "" {
 		cfg.OutDir = t.TempDir()
