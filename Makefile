@@ -100,7 +100,7 @@ run-local: ## the stack without Docker: starts 4 Redis of its own on free ports 
 	$(if $(DEMO),DEMO=$(DEMO) )$(if $(JAEGER),JAEGER=$(JAEGER) )bash scripts/local.sh start
 
 .PHONY: stop-local
-stop-local: ## stop what run-local started (the API, the demo load, Jaeger, Prometheus and the Redis servers recorded in .run/)
+stop-local: ## stop what run-local started (the API, experiment 5's near-cache API, the demo load, Jaeger, Prometheus and the Redis servers recorded in .run/)
 	bash scripts/local.sh stop
 
 # experiments: the guided experiments' commands as docs/experiments shows them,

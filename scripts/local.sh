@@ -20,7 +20,8 @@
 # JAEGER (unset: run Jaeger when JAEGER_BIN exists; 1: build it first with make jaeger, which
 # takes a few minutes the first time and seconds after; 0: no Jaeger, and a running one
 # is stopped; the API then gets the environment's OTEL_EXPORTER_OTLP_ENDPOINT, if any),
-# JAEGER_BIN (.tools/bin/jaeger), TRACE_SAMPLE (the API's sampling ratio; its default if unset).
+# JAEGER_BIN (.tools/bin/jaeger), TRACE_SAMPLE (the API's sampling ratio; its default if unset),
+# NEAR_HTTP_ADDR (127.0.0.1:8081: where "near" runs a second API with the near cache on).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 RUN=${RUN_DIR:-$root/.run}
@@ -29,6 +30,7 @@ JAEGER_BIN=${JAEGER_BIN:-$root/.tools/bin/jaeger}
 [[ $JAEGER_BIN == /* ]] || JAEGER_BIN="$PWD/$JAEGER_BIN" # absolute: make -C builds it
 cd "$root"
 HTTP_ADDR=${HTTP_ADDR:-127.0.0.1:8080}
+NEAR_HTTP_ADDR=${NEAR_HTTP_ADDR:-127.0.0.1:8081}
 DB_NAME=${DB_NAME:-stampede}
 PROMETHEUS_ADDR=${PROMETHEUS_ADDR:-127.0.0.1:9090}
 LOADGEN_ADDR=${LOADGEN_ADDR:-127.0.0.1:9102}
@@ -183,19 +185,54 @@ start_api() {
 	pid=$!
 	echo "$pid" >"$RUN/api.pid"
 	printf '%s\n' "$stamp" >"$RUN/api.stamp"
-	# Ready only once this process listens: another server on HTTP_ADDR
-	# answering /readyz does not count.
+	wait_ready api "$pid" "$HTTP_ADDR"
+}
+
+# wait_ready waits until the API process $2 (named $1; its output in
+# $RUN/$1.out and .log) listens on $3 and answers /readyz there. Ready only
+# once this process listens: another server on the address answering
+# /readyz does not count.
+wait_ready() {
+	local name=$1 pid=$2 addr=$3
 	for _ in $(seq 300); do
-		alive "$pid" || { say "the api exited; see $RUN/api.log"; tail -n 5 "$RUN/api.log" >&2; exit 1; }
-		grep -q 'listening on' "$RUN/api.out" && break
+		alive "$pid" || { say "the $name exited; see $RUN/$name.log"; tail -n 5 "$RUN/$name.log" >&2; exit 1; }
+		grep -q 'listening on' "$RUN/$name.out" && break
 		sleep 0.1
 	done
 	for _ in $(seq 100); do
-		curl -fsS "http://$HTTP_ADDR/readyz" >/dev/null 2>&1 && break
+		curl -fsS "http://$addr/readyz" >/dev/null 2>&1 && break
 		sleep 0.1
 	done
-	curl -fsS "http://$HTTP_ADDR/readyz" >/dev/null || { say "the api did not become ready; see $RUN/api.log"; exit 1; }
-	say "api: started on $HTTP_ADDR (pid $pid)"
+	curl -fsS "http://$addr/readyz" >/dev/null || { say "the $name did not become ready; see $RUN/$name.log"; exit 1; }
+	say "$name: started on $addr (pid $pid)"
+}
+
+# start_near (local.sh near) runs a second API beside the stack's on
+# NEAR_HTTP_ADDR, with the stack's settings and the near cache on
+# (NEAR_CACHE=true), for experiment 5 (make experiment-near), which
+# compares the two; one already running is replaced. stop ends it too.
+start_near() {
+	local pid
+	[ -f "$RUN/env" ] && [ -x "$RUN/api" ] || { say "no stack is recorded in $RUN: make run-local first"; exit 1; }
+	stop_near
+	(
+		set -a
+		. "$RUN/env"
+		set +a
+		export HTTP_ADDR=$NEAR_HTTP_ADDR NEAR_CACHE=true MIGRATE=false
+		exec "$RUN/api"
+	) >"$RUN/api-near.out" 2>"$RUN/api-near.log" &
+	pid=$!
+	echo "$pid" >"$RUN/api-near.pid"
+	wait_ready api-near "$pid" "$NEAR_HTTP_ADDR"
+}
+
+# stop_near stops the API start_near started.
+stop_near() {
+	local pid
+	pid=$(cat "$RUN/api-near.pid" 2>/dev/null || true)
+	if [ -n "$pid" ] && api_ours "$pid"; then end_process api-near "$pid"; fi
+	rm -f "$RUN/api-near.pid"
 }
 
 # jaeger_ours reports whether process $1 is the Jaeger this script started:
@@ -433,6 +470,7 @@ stop_legacy() {
 stop() {
 	local pid i
 	stop_loadgen # first: it would count the API's absence as errors
+	stop_near
 	pid=$(cat "$RUN/api.pid" 2>/dev/null || true)
 	if [ -n "$pid" ] && api_ours "$pid"; then end_process api "$pid"; fi
 	rm -f "$RUN/api.pid" "$RUN/api.stamp"
@@ -519,5 +557,6 @@ case "${1:-}" in
 start) start ;;
 stop) stop ;;
 prometheus-config) prometheus_config ;;
-*) echo "usage: $0 start|stop|prometheus-config" >&2; exit 2 ;;
+near) start_near ;;
+*) echo "usage: $0 start|stop|near|prometheus-config" >&2; exit 2 ;;
 esac

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -47,7 +48,8 @@ type server struct{ pid, port int }
 //  4. when a recorded Redis died and another Redis answers on its port,
 //     start does not take that one for its own: it starts a new server, and
 //     restarts the API on the new address;
-//  5. stop ends every recorded process, and not the other Redis.
+//  5. near starts a second API, the near cache on, beside the first;
+//  6. stop ends every recorded process, and not the other Redis.
 //
 // When make jaeger has built Jaeger, start also runs it on free ports (not
 // Jaeger's defaults), records them and points the API at it: a request with
@@ -190,7 +192,20 @@ func TestLocalStartStop(t *testing.T) {
 	}
 	checkSameRedis(t, run, redises)
 
-	// 5. Stop.
+	// 5. near: a second API with the near cache on, beside the first.
+	nearAddr := testenv.FreeAddr(t)
+	script(t, src, append(env, "NEAR_HTTP_ADDR="+nearAddr), "near")
+	near := readInt(t, filepath.Join(run, "api-near.pid"))
+	if !alive(near) {
+		t.Fatalf("the recorded near api (pid %d) does not run", near)
+	}
+	for addr, want := range map[string]bool{nearAddr: true, httpAddr: false} {
+		if got := strings.Contains(get(t, "http://"+addr+"/metrics"), "cachex_near_hits_total"); got != want {
+			t.Errorf("the api on %s exports cachex_near_hits_total: %v, want %v (near cache on only in the second)", addr, got, want)
+		}
+	}
+
+	// 6. Stop.
 	api5 := readInt(t, filepath.Join(run, "api.pid"))
 	var prometheus int
 	if b, err := os.ReadFile(filepath.Join(run, "prometheus.pid")); err == nil {
@@ -202,6 +217,9 @@ func TestLocalStartStop(t *testing.T) {
 	}
 	if withJaeger && alive(jaeger.pid) {
 		t.Errorf("jaeger (pid %d) runs after stop", jaeger.pid)
+	}
+	if alive(near) {
+		t.Errorf("the near api (pid %d) runs after stop", near)
 	}
 	if prometheus != 0 && alive(prometheus) {
 		t.Errorf("prometheus (pid %d) runs after stop", prometheus)
@@ -669,4 +687,19 @@ func walkReadme(t *testing.T, run string) {
 	if walked < 5 {
 		t.Errorf("walked %d README commands, want the whole block", walked)
 	}
+}
+
+// get returns the body of a GET of url, which must answer 200.
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d, %v", url, resp.StatusCode, err)
+	}
+	return string(b)
 }

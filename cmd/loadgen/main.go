@@ -4,7 +4,7 @@
 //
 //	loadgen [flags] scenario
 //
-// Scenarios: stampede, browse, reserve, lostlock, capacity and demo (see -h;
+// Scenarios: stampede, browse, reserve, lostlock, capacity, near and demo (see -h;
 // the code is in internal/loadgen/scenario). It only ever talks to the
 // -target URLs and, when given, -pause-demo and -jaeger-url, which must be
 // loopback addresses unless -allow-remote is given. Every request carries a

@@ -27,7 +27,7 @@ const (
 const ReplotCommand = "replot"
 
 // ErrNoScenario is returned by ParseArgs when no known scenario was named.
-var ErrNoScenario = errors.New("name a scenario: stampede, browse, reserve, lostlock, capacity, demo (or replot)")
+var ErrNoScenario = errors.New("name a scenario: stampede, browse, reserve, lostlock, capacity, demo, near (or replot)")
 
 // Config is the command line every scenario shares: the targets, the
 // open-model load, the admin token, the report, and the flag groups read by
@@ -82,7 +82,7 @@ func (c *Config) register(fs *flag.FlagSet, target, pauseDemo, jaeger *string, g
 	fs.StringVar(&c.AdminToken, "admin-token", getenv("ADMIN_TOKEN"),
 		"bearer token of the API's /admin endpoints, needed to switch cache strategies, reservation modes and fault knobs (env ADMIN_TOKEN)")
 	fs.StringVar(&c.ReportDir, "report-dir", "",
-		"where stampede, browse, reserve, lostlock and capacity write summary.json, report.md and the PNG charts (default: a new scratch directory, printed at the end)")
+		"where stampede, browse, reserve, lostlock, capacity and near write summary.json, report.md and the PNG charts (default: a new scratch directory, printed at the end)")
 	fs.Float64Var(&c.MaxErrorRate, "max-error-rate", defaultMaxErrorRate,
 		"browse, and stampede's xfetch phases: fail when more than this share of the requests sent failed (errors / sent; arrivals dropped at -max-in-flight, the machine not keeping up, are reported, not bounded); reserve, lostlock: when (errors + dropped) / scheduled exceeds it; capacity: a step whose (errors + dropped) / scheduled exceeds it fails and ends the class's ramp")
 	fs.StringVar(pauseDemo, "pause-demo", "",
@@ -175,7 +175,7 @@ func ParseArgs(args []string, getenv func(string) string, usage io.Writer) (Scen
 	cfg := &Config{}
 	var target, pauseDemo, jaeger string
 	cfg.register(fs, &target, &pauseDemo, &jaeger, getenv)
-	all := All(cfg)
+	all := All(cfg, getenv)
 	for _, s := range all {
 		s.register(fs)
 	}

@@ -19,14 +19,17 @@ type Scenario interface {
 	check() error              // validates them with the shared config, before anything connects
 }
 
-// All returns every scenario, each reading cfg.
-func All(cfg *Config) []Scenario {
+// All returns every scenario, each reading cfg; getenv supplies the
+// fallbacks of their own flags.
+func All(cfg *Config, getenv func(string) string) []Scenario {
+	st := &Stampede{cfg: cfg}
 	return []Scenario{
-		&Stampede{cfg: cfg},
+		st,
 		&Browse{cfg: cfg},
 		&Reserve{cfg: cfg},
 		&LostLock{cfg: cfg},
 		&Capacity{cfg: cfg},
 		&Demo{cfg: cfg},
+		&Near{cfg: cfg, stampede: st, getenv: getenv},
 	}
 }

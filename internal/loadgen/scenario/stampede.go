@@ -96,28 +96,14 @@ func (s *Stampede) Run(ctx context.Context, e *Env) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, restore()) }()
-	sum := &StampedeSummary{
-		Load:            newLoad(s.Name(), e),
-		Cache:           stampedeCache,
-		PhaseSeconds:    s.phaseDuration.Seconds(),
-		CacheTTLSeconds: hk.CacheTTL.Seconds(),
-		WarmupSeconds:   hk.Warmup.Seconds(),
-		HotKeys:         hk.Keys,
-		MaxDuplicates:   s.maxDuplicates,
-		Verdict:         Verdict{MaxErrorRate: cfg.MaxErrorRate},
-	}
+	sum := newStampedeSummary(s.Name(), e, s)
 	var scheduled int64
 	for _, p := range hk.Phases {
 		ps, sched, err := s.runPhase(ctx, e, p)
 		if err != nil {
 			return fmt.Errorf("phase %s: %w", p.Name, err)
 		}
-		ps.judge(cfg.MaxErrorRate, s.maxDuplicates)
-		sum.Failures = append(sum.Failures, ps.Verdict.Failures...)
-		sum.Phases = append(sum.Phases, ps)
-		sum.Requests += ps.Requests
-		sum.Errors += ps.Errors
-		sum.Dropped += ps.Dropped
+		sum.add(ps, s.maxDuplicates, cfg.MaxErrorRate)
 		scheduled += sched
 	}
 	sum.Finished = time.Now().UTC()
@@ -126,6 +112,31 @@ func (s *Stampede) Run(ctx context.Context, e *Env) (err error) {
 	}
 	// The run's error rate is a figure: each phase was judged by its own.
 	return e.concludeJudged(ctx, s.Name(), sum, &sum.Verdict, errPhaseBounds)
+}
+
+// newStampedeSummary opens the summary of a run of s's phases.
+func newStampedeSummary(scenario string, e *Env, s *Stampede) *StampedeSummary {
+	hk := e.cfg.HotKeys
+	return &StampedeSummary{
+		Load:            newLoad(scenario, e),
+		Cache:           stampedeCache,
+		PhaseSeconds:    s.phaseDuration.Seconds(),
+		CacheTTLSeconds: hk.CacheTTL.Seconds(),
+		WarmupSeconds:   hk.Warmup.Seconds(),
+		HotKeys:         hk.Keys,
+		MaxDuplicates:   s.maxDuplicates,
+		Verdict:         Verdict{MaxErrorRate: e.cfg.MaxErrorRate},
+	}
+}
+
+// add judges the phase ps and adds it to the run.
+func (sum *StampedeSummary) add(ps PhaseSummary, maxDuplicates, maxErrorRate float64) {
+	ps.judge(maxErrorRate, maxDuplicates)
+	sum.Failures = append(sum.Failures, ps.Verdict.Failures...)
+	sum.Phases = append(sum.Phases, ps)
+	sum.Requests += ps.Requests
+	sum.Errors += ps.Errors
+	sum.Dropped += ps.Dropped
 }
 
 // saveStrategy reads the category_stats strategy of every target and

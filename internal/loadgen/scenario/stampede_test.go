@@ -32,6 +32,11 @@ type testAPI struct {
 	statsTTL   time.Duration // category_stats TTL; 0: the service's default
 	queryCost  time.Duration // added to every database query
 	adminToken string
+	// near serves the caches through a client with go-redis's client-side
+	// cache, as the API's -near-cache does; redis, when set, is the server
+	// of the caches and the lock (another API's), else a new one.
+	near  bool
+	redis *testenv.RedisNode
 }
 
 // startTestAPI starts the whole catalog API on real servers (a seeded
@@ -44,7 +49,10 @@ func startTestAPI(t *testing.T, o testAPI) (string, *pgxpool.Pool) {
 	if _, err := seed.Run(ctx, db, seed.Config{Scale: 0.02}); err != nil {
 		t.Fatal(err)
 	}
-	node := testenv.Redis(t)
+	node := o.redis
+	if node == nil {
+		node = testenv.Redis(t)
+	}
 	opt := node.Options()
 	opt.ReadTimeout, opt.WriteTimeout, opt.ContextTimeoutEnabled = time.Second, time.Second, true
 	cacheRedis := redis.NewClient(opt)
@@ -78,6 +86,7 @@ func startTestAPI(t *testing.T, o testAPI) (string, *pgxpool.Pool) {
 	t.Cleanup(whPool.Close)
 	svc, err := catalog.NewService(catalog.Config{Store: catalog.NewStore(db, storeOpts...), Cache: cacheRedis,
 		Warehouse: catalog.NewWarehouse(whPool, observe),
+		NearCache: nearClient(t, o.near, node, reg),
 		Locker:    locker, Faults: faults, Registerer: reg, StatsTTL: o.statsTTL, CacheTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -274,6 +274,8 @@ func Replot(dir string, stdout io.Writer) error {
 		rep, err = reportOf[LostLockSummary](b)
 	case "capacity":
 		rep, err = reportOf[CapacitySummary](b)
+	case "near":
+		rep, err = reportOf[NearSummary](b)
 	default:
 		return fmt.Errorf("%s: scenario %q has no report", path, head.Scenario)
 	}
