@@ -119,11 +119,13 @@ func (s holdState) apply(op holdOp) []holdState {
 		return nil
 	}
 	switch op.kind + " " + op.outcome {
-	case "reserve created":
+	case "reserve created", "reserve replayed":
 		if s.status != "" {
 			return answered() // an earlier attempt with the key made it
 		}
-		// Made active; an attempt that settles its outcome by a look-up
+		// Made active by this request, or, as a replay, by the
+		// reconciler or another instance finishing the intent it
+		// recorded; an attempt that settles its outcome by a look-up
 		// reads it back, expired if its expires_at passed meanwhile.
 		s.status = "active"
 		for _, t := range s.beforeOp(op) {
@@ -132,7 +134,7 @@ func (s holdState) apply(op holdOp) []holdState {
 			}
 		}
 		return nil
-	case "reserve replayed", "read done":
+	case "read done":
 		return answered()
 	case "reserve refused", "cancel missing", "read missing":
 		if s.status == "" {

@@ -14,15 +14,22 @@ import (
 // runReserve runs the reserve workload for a test, against the binary
 // STAMPEDE_TORTURE_API_BIN names if set (to attack another build of
 // cmd/api, such as an older commit's), and prints its result.
+// parallelWorkload lets a workload test run beside the others (go test
+// -parallel) unless -short skips it: each has its own servers, database and
+// processes, and its checks judge histories, not timings.
+func parallelWorkload(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("real servers, API processes and fault injection")
+	}
+	t.Parallel()
+}
+
 func runReserve(t *testing.T, cfg ReserveConfig) *Result {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("real servers, API processes and fault injection")
 	}
-	// Workloads run side by side (go test -parallel): each has its own
-	// servers, database and processes, and the checks judge histories,
-	// not timings.
-	t.Parallel()
 	cfg.APIBinary = os.Getenv("STAMPEDE_TORTURE_API_BIN")
 	if cfg.OutDir == "" {
 		cfg.OutDir = t.TempDir()
@@ -47,6 +54,7 @@ func checks(res *Result) map[string]bool {
 // TestReserveWorkload runs the reserve workload with the faults of a fixed
 // seed: no check finds an anomaly.
 func TestReserveWorkload(t *testing.T) {
+	parallelWorkload(t)
 	res := runReserve(t, ReserveConfig{Seed: 3, Duration: 15 * time.Second})
 	if len(res.Anomalies) != 0 {
 		t.Errorf("%d anomalies", len(res.Anomalies))
@@ -65,6 +73,7 @@ func TestReserveWorkload(t *testing.T) {
 // shows the same run failing: holds given back while still held, units
 // lost at rest, and 500s.
 func TestReserveUnderTheCutsThatOversold(t *testing.T) {
+	parallelWorkload(t)
 	at := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 	faults := []Fault{
 		{Kind: FaultPause, Node: reserveFirstAPI, At: at(1), For: at(7)},
@@ -92,6 +101,7 @@ func TestReserveUnderTheCutsThatOversold(t *testing.T) {
 // finds a hold whose units were given back while it was still held, well
 // within two minutes: the clients' hang-ups alone cut cancels there.
 func TestReserveCatchesGiveFirst(t *testing.T) {
+	parallelWorkload(t)
 	res := runReserve(t, ReserveConfig{Seed: 5, Duration: 20 * time.Second, GiveFirst: true})
 	if !checks(res)[checkLedgerName] {
 		t.Errorf("anomalies %v: want the ledger check to find units given back while held", checks(res))
@@ -102,6 +112,11 @@ func TestReserveCatchesGiveFirst(t *testing.T) {
 // with reservations pausing between their warehouse read and write, the
 // checker finds lost writes (units that came from nowhere) and units
 // oversold.
+//
+// It runs alone (not parallelWorkload): what it must catch needs the paused
+// reservations to overlap, and a second workload beside it on a busy
+// machine spread them apart (ledger broken, nothing oversold: under CPU
+// hogs, 2026-12-02).
 func TestReserveWorkloadUnsafeIsCaught(t *testing.T) {
 	faults := []Fault{{Kind: FaultClientPause, Node: -1, At: 100 * time.Millisecond, For: 4 * time.Second}}
 	res := runReserve(t, ReserveConfig{Seed: 1, Duration: 9 * time.Second, Mode: catalog.ModeUnsafe, Faults: faults})
@@ -172,6 +187,29 @@ func TestHoldsModelLetsACreatedHoldExpireBeforeItsAnswer(t *testing.T) {
 	early := 1e12 - expirySlack.Nanoseconds() - 1
 	if as := checkHolds(hist(early), ""); len(as) != 1 {
 		t.Errorf("a hold answered as expired before its expires_at: %v", as)
+	}
+}
+
+// TestHoldsModelLetsAKeysFirstRequestBeAnsweredAsAReplay: the intent a
+// request recorded may be finished by the reconciler or another instance
+// while the request is stopped (a SIGSTOPped API); the request then finds
+// the hold made and answers it as a replay (200), expired if its
+// expires_at passed meanwhile. Seen under CPU hogs, 2026-12-02:
+// "reserve c5-1 → replayed expired" as a key's only operation. A replay
+// that names a hold other than the one the key holds is still an anomaly.
+func TestHoldsModelLetsAKeysFirstRequestBeAnsweredAsAReplay(t *testing.T) {
+	for _, status := range []string{"active", "expired"} {
+		hist := []holdOp{{client: 0, key: "k", kind: "reserve", outcome: "replayed", id: 7, status: status, expires: 1e12, call: 10, ret: 1e12 + 1}}
+		if as := checkHolds(hist, ""); len(as) != 0 {
+			t.Errorf("a key's first request answered as a replay of a %s hold: %v", status, as)
+		}
+	}
+	hist := []holdOp{
+		{client: 0, key: "k", kind: "reserve", outcome: "created", id: 7, status: "active", expires: 1e18, call: 10, ret: 20},
+		{client: 0, key: "k", kind: "reserve", outcome: "replayed", id: 8, status: "active", expires: 1e18, call: 30, ret: 40},
+	}
+	if as := checkHolds(hist, ""); len(as) != 1 {
+		t.Errorf("a replay naming another hold than the key's: %v", as)
 	}
 }
 

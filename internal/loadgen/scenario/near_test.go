@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,5 +107,31 @@ func TestNearRefusesSwappedTargets(t *testing.T) {
 	err := runArgs(t.Context(), args, &stdout, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "-near-target") {
 		t.Errorf("swapped targets: %v, want an error naming -near-target", err)
+	}
+}
+
+// TestNearFlags: near's own flags refuse what is not loopback (unless
+// -allow-remote) before anything connects, and a run without them says
+// which to set instead of comparing nothing.
+func TestNearFlags(t *testing.T) {
+	base := []string{"-target", "http://127.0.0.1:1", "-admin-token", "t", "-metrics-addr", "", "-phase-duration", "30s"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-near-target", "http://192.0.2.1:8081", "-redis-url", "redis://127.0.0.1:6379"}, "-near-target"},
+		{[]string{"-near-target", "http://127.0.0.1:8081", "-redis-url", "redis://192.0.2.1:6379"}, "-redis-url"},
+		{[]string{"-near-target", "http://127.0.0.1:8081", "-redis-url", "not a url"}, "-redis-url"},
+		{[]string{"-target", "http://127.0.0.1:1,http://127.0.0.1:2", "-near-target", "http://127.0.0.1:8081", "-redis-url", "redis://127.0.0.1:6379"}, "one -target"},
+	} {
+		args := append(append(append([]string{}, base...), tc.args...), "near")
+		_, _, err := ParseArgs(args, func(string) string { return "" }, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error naming %s", tc.args, err, tc.want)
+		}
+	}
+	err := runArgs(t.Context(), append(base, "near"), io.Discard, io.Discard)
+	if !errors.Is(err, errNearUnset) {
+		t.Errorf("near without -near-target and -redis-url: %v, want errNearUnset", err)
 	}
 }
