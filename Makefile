@@ -17,6 +17,11 @@ TESTFLAGS = -race -count=1 -timeout 9m
 # test binaries in the order named, two (GOMAXPROCS) at a time, so the long
 # ones overlap instead of ending the run one after another. ./... adds the
 # rest; a package named twice runs once.
+# TESTGOFLAGS adds -trimpath for the tests and the binaries they build: the
+# build cache then serves a checkout, and the copies of the sources the
+# run-local tests build from, whatever directory they are in (without it a
+# fresh clone compiles every package again).
+TESTGOFLAGS = $(strip $(GOFLAGS) -trimpath)
 TESTPKGS = ./scripts/ ./deploy/ ./internal/loadgen/scenario/ ./internal/torture/ ./internal/catalog/ \
 	./internal/lockx/ ./internal/cachex/ ./cmd/api/ ./cmd/torture/ ./...
 .PHONY: test
@@ -24,7 +29,7 @@ test: jaeger ## go vet, then every test with the race detector against real Redi
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./cmd/...
 	cd deploy/helm/chartcheck && $(GO) vet ./... && $(GO) test -count=1 ./...
-	GO=$(GO) bash scripts/gotest.sh $(TESTFLAGS) $(TESTPKGS)
+	GOFLAGS='$(TESTGOFLAGS)' GO=$(GO) bash scripts/gotest.sh $(TESTFLAGS) $(TESTPKGS)
 
 # test-under-load: make test's go test with one busy process per core beside
 # it (scripts/test-under-load.sh), COUNT times, to see what a busy machine
@@ -33,7 +38,7 @@ PKG ?= $(TESTPKGS)
 .PHONY: test-under-load
 test-under-load: COUNT ?= 1
 test-under-load: jaeger ## make test's go test with a CPU hog per core beside it (PKG=./..., COUNT=1 runs); a line per run, fails if one did
-	PKG='$(PKG)' COUNT=$(COUNT) TESTFLAGS='$(TESTFLAGS)' GO=$(GO) bash scripts/test-under-load.sh
+	GOFLAGS='$(TESTGOFLAGS)' PKG='$(PKG)' COUNT=$(COUNT) TESTFLAGS='$(TESTFLAGS)' GO=$(GO) bash scripts/test-under-load.sh
 
 .PHONY: test-short
 test-short: ## the tests that need no servers (go test -short)

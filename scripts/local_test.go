@@ -80,7 +80,9 @@ func TestLocalStartStop(t *testing.T) {
 		"SCALE=0.001", "ADMIN_TOKEN=t0k", "DEMO=0", "JAEGER=", "JAEGER_BIN="+jaegerBin)
 	// build(n) changes the api binary with n: an -X of no variable still
 	// lands in the binary's build info.
-	build := func(n int) []string { return append(env, fmt.Sprintf("GOFLAGS=-ldflags=-X=main.localTestBuild=%d", n)) }
+	build := func(n int) []string {
+		return append(env, fmt.Sprintf("GOFLAGS=%s -ldflags=-X=main.localTestBuild=%d", os.Getenv("GOFLAGS"), n))
+	}
 	t.Cleanup(func() { stopAll(t, src, env, run) })
 
 	// 1. Fresh start.
