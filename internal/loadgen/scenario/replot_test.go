@@ -24,6 +24,7 @@ func TestCommittedReportsReplotIdentically(t *testing.T) {
 	for _, summary := range dirs {
 		committed := filepath.Dir(summary)
 		t.Run(strings.TrimPrefix(committed, "../../../docs/"), func(t *testing.T) {
+			t.Parallel() // each renders its own directory
 			dir := t.TempDir()
 			b, err := os.ReadFile(summary)
 			if err != nil {
