@@ -124,8 +124,8 @@ func (n *Near) runSide(ctx context.Context, e *Env, rdb *redis.Client, side stri
 		return 0, err
 	}
 	if has := hasSeries(before, nearHits); has != on {
-		return 0, fmt.Errorf("%s: near cache on is %v (%s exported: %v), want %v: -target is the API without the near cache, -near-target the one with NEAR_CACHE=true",
-			e.targets[0], has, nearHits, has, on)
+		return 0, fmt.Errorf("%s exports %s: %v, want %v: -target is the API without the near cache, -near-target the one with NEAR_CACHE=true",
+			e.targets[0], nearHits, has, on)
 	}
 	restore, err := saveStrategy(ctx, e)
 	if err != nil {
