@@ -146,17 +146,14 @@ func (n *Near) runSide(ctx context.Context, e *Env, rdb *redis.Client, side stri
 }
 
 // runPhase is stampede's phase between two readings of the Redis command
-// counter and of the target's near cache hits.
+// counter; the near hits come from the phase's increase of the target's
+// counters.
 func (n *Near) runPhase(ctx context.Context, e *Env, rdb *redis.Client, p Phase) (PhaseSummary, NearPhase, int64, error) {
 	c0, err := commandsProcessed(ctx, rdb)
 	if err != nil {
 		return PhaseSummary{}, NearPhase{}, 0, err
 	}
-	s0, err := e.targets[0].Scrape(ctx)
-	if err != nil {
-		return PhaseSummary{}, NearPhase{}, 0, err
-	}
-	ps, sched, err := n.stampede.runPhase(ctx, e, p)
+	ps, inc, sched, err := n.stampede.runPhase(ctx, e, p)
 	if err != nil {
 		return ps, NearPhase{}, sched, err
 	}
@@ -164,11 +161,7 @@ func (n *Near) runPhase(ctx context.Context, e *Env, rdb *redis.Client, p Phase)
 	if err != nil {
 		return ps, NearPhase{}, sched, err
 	}
-	s1, err := e.targets[0].Scrape(ctx)
-	if err != nil {
-		return ps, NearPhase{}, sched, err
-	}
-	nr := NearPhase{Name: p.Name, RedisCommands: float64(c1 - c0), NearHits: scrape.Increase(s0, s1).Sum(nearHits, nil)}
+	nr := NearPhase{Name: p.Name, RedisCommands: float64(c1 - c0), NearHits: inc.Sum(nearHits, nil)}
 	if d := ps.End.Sub(ps.Start).Seconds(); d > 0 {
 		nr.RedisCommandsPerSecond = nr.RedisCommands / d
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stampede-lab/stampede/internal/loadgen"
+	"github.com/stampede-lab/stampede/internal/loadgen/scrape"
 )
 
 // The stampede scenario's names: the cache it switches, the endpoint label
@@ -99,7 +100,7 @@ func (s *Stampede) Run(ctx context.Context, e *Env) (err error) {
 	sum := newStampedeSummary(s.Name(), e, s)
 	var scheduled int64
 	for _, p := range hk.Phases {
-		ps, sched, err := s.runPhase(ctx, e, p)
+		ps, _, sched, err := s.runPhase(ctx, e, p)
 		if err != nil {
 			return fmt.Errorf("phase %s: %w", p.Name, err)
 		}
@@ -188,11 +189,12 @@ func hotKeyReads(ts loadgen.Targets, n int) func(context.Context, loadgen.Reques
 }
 
 // runPhase switches the cache to p, drives the phase's load and returns its
-// figures and the number of scheduled arrivals.
-func (s *Stampede) runPhase(ctx context.Context, e *Env, p Phase) (PhaseSummary, int64, error) {
+// figures, the increase of the targets' counters over it and the number of
+// scheduled arrivals.
+func (s *Stampede) runPhase(ctx context.Context, e *Env, p Phase) (PhaseSummary, scrape.Samples, int64, error) {
 	cfg, hk := e.cfg, e.cfg.HotKeys
 	if err := p.apply(ctx, e.targets, cfg.AdminToken); err != nil {
-		return PhaseSummary{}, 0, err
+		return PhaseSummary{}, nil, 0, err
 	}
 	e.stats.SetPhase(p.Name)
 	// The timeline keeps the phase's whole latency (its one segment); warm
@@ -218,7 +220,7 @@ func (s *Stampede) runPhase(ctx context.Context, e *Env, p Phase) (PhaseSummary,
 	}
 	rs, err := loadgen.RunSampled(ctx, r, tl)
 	if err != nil {
-		return PhaseSummary{}, 0, err
+		return PhaseSummary{}, nil, 0, err
 	}
 	inc := tl.Increase() // the phase's counters, summed over the targets
 	delta := inc.Sum
@@ -271,5 +273,5 @@ func (s *Stampede) runPhase(ctx context.Context, e *Env, p Phase) (PhaseSummary,
 	for _, pt := range ps.Timeline {
 		ps.ScrapeErrors += pt.ScrapeErrors
 	}
-	return ps, rs.Scheduled, nil
+	return ps, inc, rs.Scheduled, nil
 }
