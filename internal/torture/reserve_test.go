@@ -113,13 +113,16 @@ func TestReserveCatchesGiveFirst(t *testing.T) {
 // checker finds lost writes (units that came from nowhere) and units
 // oversold.
 //
-// It runs alone (not parallelWorkload): what it must catch needs the paused
-// reservations to overlap, and a second workload beside it on a busy
-// machine spread them apart (ledger broken, nothing oversold: under CPU
-// hogs, 2026-12-02).
+// Reservations begun in the first 4 s pause 7.5 s, so their lost writes
+// land from about 7.6 s on, and only the reservations made after that,
+// against the free count they left too high, oversell: the run lasts 16 s
+// so that those have time to come on a busy machine (with 9 s, half of
+// the runs under CPU hogs saw the first oversold sample at 9.2 s or later,
+// after the run had ended). It runs alone (not parallelWorkload): a second
+// workload beside it spreads the paused reservations apart.
 func TestReserveWorkloadUnsafeIsCaught(t *testing.T) {
 	faults := []Fault{{Kind: FaultClientPause, Node: -1, At: 100 * time.Millisecond, For: 4 * time.Second}}
-	res := runReserve(t, ReserveConfig{Seed: 1, Duration: 9 * time.Second, Mode: catalog.ModeUnsafe, Faults: faults})
+	res := runReserve(t, ReserveConfig{Seed: 1, Duration: 16 * time.Second, Mode: catalog.ModeUnsafe, Faults: faults})
 	if seen := checks(res); !seen[checkLedgerName] || !seen[checkOversoldName] {
 		t.Errorf("anomalies %v: want the ledger broken and units oversold", seen)
 	}
