@@ -24,8 +24,16 @@ TESTFLAGS = -race -count=1 -timeout 9m
 TESTGOFLAGS = $(strip $(GOFLAGS) -trimpath)
 TESTPKGS = ./scripts/ ./deploy/ ./internal/loadgen/scenario/ ./internal/torture/ ./internal/catalog/ \
 	./internal/lockx/ ./internal/cachex/ ./cmd/api/ ./cmd/torture/ ./...
+# test-build: the tests that run the project's commands build them (go build,
+# without -race) several at once: built here first, they find every package
+# in the build cache instead of compiling the same ones side by side, which
+# on a cold cache and a busy machine took local.sh start past its 5 minutes.
+.PHONY: test-build
+test-build: ## build every package once as the tests' own builds do (-trimpath, no -race), before make test's go test
+	GOFLAGS='$(TESTGOFLAGS)' $(GO) build ./...
+
 .PHONY: test
-test: jaeger ## go vet, then every test with the race detector against real Redis and Postgres, then each package's time (builds Jaeger first: make jaeger)
+test: jaeger test-build ## go vet, then every test with the race detector against real Redis and Postgres, then each package's time (builds Jaeger first: make jaeger)
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./cmd/...
 	cd deploy/helm/chartcheck && $(GO) vet ./... && $(GO) test -count=1 ./...
@@ -37,7 +45,7 @@ test: jaeger ## go vet, then every test with the race detector against real Redi
 PKG ?= $(TESTPKGS)
 .PHONY: test-under-load
 test-under-load: COUNT ?= 1
-test-under-load: jaeger ## make test's go test with a CPU hog per core beside it (PKG=./..., COUNT=1 runs); a line per run, fails if one did
+test-under-load: jaeger test-build ## make test's go test with a CPU hog per core beside it (PKG=./..., COUNT=1 runs); a line per run, fails if one did
 	GOFLAGS='$(TESTGOFLAGS)' PKG='$(PKG)' COUNT=$(COUNT) TESTFLAGS='$(TESTFLAGS)' GO=$(GO) bash scripts/test-under-load.sh
 
 .PHONY: test-short
@@ -174,3 +182,7 @@ bench: ## benchmarks of cachex and lockx vs go-redis and peer libraries, as a Ma
 		i=$$((i + 1)); \
 	done; \
 	cd bench && $(GO) run ./cmd/benchtable < "$$out"
+
+.PHONY: bench-lock-scripts
+bench-lock-scripts: ## what each step of a lock costs the Redis server (redis-benchmark, INFO commandstats), as a Markdown table (N=1000000 calls a step)
+	bash bench/lockscripts.sh
