@@ -116,10 +116,11 @@ func TestReserveCatchesGiveFirst(t *testing.T) {
 // Reservations begun in the first 4 s pause 7.5 s, so their lost writes
 // land from about 7.6 s on, and only the reservations made after that,
 // against the free count they left too high, oversell: the run lasts 16 s
-// so that those have time to come on a busy machine (with 9 s, 2 of 5
-// runs under CPU hogs and 1 of 10 quiet saw the first oversold sample
-// after the run had ended). It runs alone (not parallelWorkload): a second
-// workload beside it spreads the paused reservations apart.
+// so that those have time to come on a busy machine (measured with 16 s,
+// the first oversold sample came after 9 s, the run's former length, in 2
+// of 5 runs under CPU hogs and 2 of 10 quiet). It runs alone (not
+// parallelWorkload): a second workload beside it spreads the paused
+// reservations apart.
 func TestReserveWorkloadUnsafeIsCaught(t *testing.T) {
 	faults := []Fault{{Kind: FaultClientPause, Node: -1, At: 100 * time.Millisecond, For: 4 * time.Second}}
 	res := runReserve(t, ReserveConfig{Seed: 1, Duration: 16 * time.Second, Mode: catalog.ModeUnsafe, Faults: faults})
