@@ -2,10 +2,8 @@ package torture
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -161,15 +159,13 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 	defer stop()
 	start := time.Now()
 	var (
-		mu    sync.Mutex
-		ops   []cacheOp
-		loads []cacheOp // every call of the loader: key and start
+		ops   history[cacheOp]
+		loads history[cacheOp] // every call of the loader: key and start
 		wg    sync.WaitGroup
 		lag   lagMonitor
 	)
 	wg.Go(func() { lag.run(runCtx) })
 	wg.Go(func() { failed.run(runCtx) })
-	record := func(op cacheOp) { mu.Lock(); ops = append(ops, op); mu.Unlock() }
 	for w := range cfg.Writers {
 		r := rand.New(rand.NewPCG(cfg.Seed, uint64(1000+w)))
 		wg.Go(func() {
@@ -188,7 +184,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 				}
 				op.end = time.Now()
 				if op.err == nil {
-					record(op)
+					ops.add(op)
 				}
 				time.Sleep(time.Duration(r.IntN(100)) * time.Millisecond)
 			}
@@ -196,11 +192,9 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 	}
 	load := func(ctx context.Context, keys []int) (map[int]int64, error) {
 		now := time.Now()
-		mu.Lock()
 		for _, k := range keys {
-			loads = append(loads, cacheOp{key: k, start: now})
+			loads.add(cacheOp{key: k, start: now})
 		}
-		mu.Unlock()
 		rows, err := db.Query(ctx, "SELECT id, version FROM torture_items WHERE id = ANY($1)", keys)
 		if err != nil {
 			return nil, err
@@ -232,7 +226,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 				ended := time.Now()
 				if runCtx.Err() == nil {
 					for _, k := range keys {
-						record(cacheOp{key: k, inst: inst, version: got[k], start: began, end: ended, err: err})
+						ops.add(cacheOp{key: k, inst: inst, version: got[k], start: began, end: ended, err: err})
 					}
 				}
 				time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
@@ -247,8 +241,11 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 	if cfg.Near > 0 {
 		res.Checks = append(res.Checks, checkBoundedName)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	return checkCacheRun(res, ops.all(), loads.all(), start, cfg, &lag, failed), nil
+}
+
+// checkCacheRun adds to res what a cache run did and the checks' findings.
+func checkCacheRun(res *Result, ops, loads []cacheOp, start time.Time, cfg CacheConfig, lag *lagMonitor, failed *redisErrors) *Result {
 	for _, op := range ops {
 		switch {
 		case op.write:
@@ -259,7 +256,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 			res.Ops["read"]++
 		}
 	}
-	w := checkRecomputes(ops, loads, recs, start, time.Now(), cfg.TTL, &lag, failed)
+	w := checkRecomputes(ops, loads, res.Faults, start, start.Add(res.Duration), cfg.TTL, lag, failed)
 	res.Ops["load"], res.Ops["quiet_ttl_windows"], res.Ops["stalled_ttl_windows"] = len(loads), w.quiet, w.stalled
 	res.Ops["scheduling_lag_max_ms"] = int(lag.worst().Milliseconds())
 	stale, staleness := checkCache(ops, nearCheckBound(cfg.Near))
@@ -270,7 +267,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (*Result, error) {
 			res.Ops[name] = int(quantile(staleness, q).Microseconds())
 		}
 	}
-	return res, nil
+	return res
 }
 
 // cacheReader reads keys through a cache, loading misses with load.
@@ -333,131 +330,4 @@ func naiveReader(rdb redis.UniversalClient, ttl time.Duration) cacheReader {
 		}
 		return out, nil
 	}
-}
-
-// checkCache checks every read against the writes whose invalidation had
-// returned before the read began.
-func checkCache(ops []cacheOp, bound time.Duration) (out []Anomaly, staleness []time.Duration) {
-	writes := map[int][]cacheOp{}
-	for _, op := range ops {
-		if op.write {
-			writes[op.key] = append(writes[op.key], op)
-		}
-	}
-	for _, op := range ops {
-		if op.write {
-			continue
-		}
-		if op.err != nil {
-			if !errors.Is(op.err, context.Canceled) && !errors.Is(op.err, context.DeadlineExceeded) {
-				out = append(out, Anomaly{Check: "no Redis fault surfaces as a read error",
-					Detail: fmt.Sprintf("key %d: read failed: %v", op.key, op.err)})
-			}
-			continue
-		}
-		// first is the earliest write newer than what the read returned
-		// that was invalidated before the read began.
-		var first *cacheOp
-		for i, w := range writes[op.key] {
-			if w.end.Before(op.start) && w.version > op.version && (first == nil || w.end.Before(first.end)) {
-				first = &writes[op.key][i]
-			}
-		}
-		switch {
-		case first == nil:
-		case bound > 0 && op.inst != 0 && op.start.Sub(first.end) <= bound:
-			staleness = append(staleness, op.start.Sub(first.end))
-		case bound > 0 && op.inst != 0:
-			out = append(out, Anomaly{Check: checkBoundedName,
-				Detail: fmt.Sprintf("key %d: a read through the other instance begun at %s returned version %d; version %d was written and invalidated %v before, more than %v",
-					op.key, op.start.Format(time.StampMicro), op.version, first.version, op.start.Sub(first.end).Round(time.Microsecond), bound)})
-		default:
-			out = append(out, Anomaly{Check: "no stale read after an invalidation",
-				Detail: fmt.Sprintf("key %d: a read begun at %s returned version %d; version %d was written and invalidated by %s",
-					op.key, op.start.Format(time.StampMicro), op.version, first.version, first.end.Format(time.StampMicro))})
-		}
-	}
-	return out, staleness
-}
-
-// checkBoundedName is the near-cache variant's check.
-const checkBoundedName = "bounded staleness across instances"
-
-// nearCheckBound is how stale the near-cache variant lets a read through the
-// other instance be: the near cache's MaxStaleness, plus cacheTimeout for a
-// reply that was on its way when the write happened (go-redis counts an
-// entry's age from when it was stored). Zero without a near cache.
-func nearCheckBound(maxStaleness time.Duration) time.Duration {
-	if maxStaleness <= 0 {
-		return 0
-	}
-	return maxStaleness + cacheTimeout
-}
-
-// quantile returns the q-quantile of ds (nearest rank), 0 for none.
-func quantile(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(q*float64(len(s))))]
-}
-
-// cacheTimeout is the workload's cachex Timeout: a Redis call that takes
-// longer is bypassed, and the reader loads by itself.
-const cacheTimeout = 100 * time.Millisecond
-
-// recomputeWindows is what checkRecomputes checked: the TTL windows with
-// no fault (quiet) and those it skipped because this process stalled or a
-// Redis call failed.
-type recomputeWindows struct {
-	quiet, stalled int
-	anomalies      []Anomaly
-}
-
-// checkRecomputes checks that, in every TTL window with no fault on or just
-// over, each key was loaded at most twice plus twice for each invalidation of
-// it in the window (one for the invalidation, one for a read that raced it),
-// across both instances: the cache's lease lets one load run for all. A
-// window in which the process stalled for half of cacheTimeout or more, or
-// in which a cache counted a failed Redis call (failed), is skipped: its
-// reads could bypass Redis and load, as they should.
-func checkRecomputes(ops, loads []cacheOp, faults []FaultRecord, start, end time.Time, ttl time.Duration, lag *lagMonitor, failed *redisErrors) (w recomputeWindows) {
-	for from := start; from.Add(ttl).Before(end); from = from.Add(ttl) {
-		to := from.Add(ttl)
-		quiet := true
-		for _, f := range faults {
-			if !f.Began.IsZero() && f.Began.Before(to) && f.Ended.Add(2*time.Second).After(from) {
-				quiet = false
-			}
-		}
-		if !quiet {
-			continue
-		}
-		if lag.max(from, to) >= cacheTimeout/2 || failed.during(from, to) {
-			w.stalled++
-			continue
-		}
-		w.quiet++
-		loaded, invalidated := map[int]int{}, map[int]int{}
-		for _, l := range loads {
-			if !l.start.Before(from) && l.start.Before(to) {
-				loaded[l.key]++
-			}
-		}
-		for _, op := range ops {
-			if op.write && !op.end.Before(from) && op.end.Before(to) {
-				invalidated[op.key]++
-			}
-		}
-		for key, n := range loaded {
-			if limit := 2 + 2*invalidated[key]; n > limit {
-				w.anomalies = append(w.anomalies, Anomaly{Check: "about one recompute per key per TTL while healthy",
-					Detail: fmt.Sprintf("key %d: %d loads from %v to %v after the start, %d invalidations: more than %d",
-						key, n, from.Sub(start).Round(time.Millisecond), to.Sub(start).Round(time.Millisecond), invalidated[key], limit)})
-			}
-		}
-	}
-	return w
 }
