@@ -64,6 +64,10 @@ func (c *CacheConfig) defaults() {
 	}
 }
 
+// cacheTimeout is the workload's cachex Timeout: a Redis call that takes
+// longer is bypassed, and the reader loads by itself.
+const cacheTimeout = 100 * time.Millisecond
+
 // cacheOp is one recorded read or write.
 type cacheOp struct {
 	key        int

@@ -65,6 +65,7 @@ type keyWrites struct {
 	firstEnd  []int // firstEnd[i]: the index of the earliest end in byVersion[i:]
 }
 
+// indexWrites indexes one key's writes; ws is not changed.
 func indexWrites(ws []cacheOp) keyWrites {
 	ws = slices.Clone(ws)
 	slices.SortFunc(ws, func(a, b cacheOp) int { return cmp.Compare(a.version, b.version) })
@@ -115,10 +116,6 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 	slices.Sort(s)
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
-
-// cacheTimeout is the workload's cachex Timeout: a Redis call that takes
-// longer is bypassed, and the reader loads by itself.
-const cacheTimeout = 100 * time.Millisecond
 
 // recomputeWindows is what checkRecomputes checked: the TTL windows with
 // no fault (quiet) and those it skipped because this process stalled or a
