@@ -54,8 +54,10 @@ func (p Point) HitRatio() float64 {
 
 // Timeline samples a run into Points: Record takes every result (safe for
 // concurrent use), Run closes an interval every tick and scrapes every
-// target at once, each bounded by a short timeout, so a hung target never
-// stops the clock. Increase is the run's server-side totals.
+// target at once, each bounded by half an interval, so a hung target never
+// stops the clock; the scrapes at a segment's ends wait longer (up to 5 s),
+// so that each segment holds exactly its own counters. Increase is the
+// run's server-side totals.
 type Timeline struct {
 	targets  Targets
 	cache    map[string]string // label filter of the cachex series watched; nil: every cache
@@ -186,7 +188,7 @@ func (tl *Timeline) Start(ctx context.Context) {
 	tl.mu.Lock()
 	tl.start = time.Now()
 	tl.mu.Unlock()
-	tl.observe(0, tl.scrape(ctx))
+	tl.observe(0, tl.scrape(ctx, boundaryScrapeTimeout))
 }
 
 // Run closes an interval every tick until ctx ends, then a last one so the
@@ -201,10 +203,10 @@ func (tl *Timeline) Run(ctx context.Context) {
 	for {
 		select {
 		case <-t.C:
-			tl.sample(ctx, false)
+			tl.sample(ctx, false, tl.tickScrapeTimeout())
 		case c := <-tl.cuts:
 			if !tl.justStarted() {
-				tl.sample(ctx, true)
+				tl.sample(ctx, true, boundaryScrapeTimeout)
 			}
 			tl.mu.Lock()
 			tl.segment = c.segment
@@ -212,9 +214,7 @@ func (tl *Timeline) Run(ctx context.Context) {
 			t.Reset(tl.interval)
 			close(c.done)
 		case <-ctx.Done():
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			tl.sample(sctx, true)
-			cancel()
+			tl.sample(context.WithoutCancel(ctx), true, boundaryScrapeTimeout)
 			tl.finish()
 			return
 		}
@@ -227,13 +227,28 @@ type ScrapeResult struct {
 	Err     error
 }
 
-// scrape reads every target at once, each bounded by half the interval.
-func (tl *Timeline) scrape(ctx context.Context) []ScrapeResult {
+// boundaryScrapeTimeout bounds the scrapes at a segment's ends (a cut, the
+// baseline, the run's end). A segment's figures are exact only if those
+// scrapes arrive: one that fails spreads the counters of both sides of the
+// boundary over the points around it. So a boundary waits for a slow target
+// (an API starved beside other work answered after the tick's half second
+// and a segment without hits showed 0.64 of them); a target that needs
+// longer than this is taken as hung.
+const boundaryScrapeTimeout = 5 * time.Second
+
+// tickScrapeTimeout bounds a tick's scrapes: half the interval, so that a
+// hung target never stops the clock.
+func (tl *Timeline) tickScrapeTimeout() time.Duration {
+	return max(tl.interval/2, 100*time.Millisecond)
+}
+
+// scrape reads every target at once, each bounded by timeout.
+func (tl *Timeline) scrape(ctx context.Context, timeout time.Duration) []ScrapeResult {
 	out := make([]ScrapeResult, len(tl.targets))
 	var wg sync.WaitGroup
 	for i, c := range tl.targets {
 		wg.Go(func() {
-			sctx, cancel := context.WithTimeout(ctx, max(tl.interval/2, 100*time.Millisecond))
+			sctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			out[i].Samples, out[i].Err = c.Scrape(sctx)
 		})
@@ -242,10 +257,11 @@ func (tl *Timeline) scrape(ctx context.Context) []ScrapeResult {
 	return out
 }
 
-// sample closes the current interval at now: see closeAt.
-func (tl *Timeline) sample(ctx context.Context, mayMerge bool) {
+// sample closes the current interval at now with scrapes bounded by
+// timeout: see closeAt.
+func (tl *Timeline) sample(ctx context.Context, mayMerge bool, timeout time.Duration) {
 	now := time.Since(tl.start).Seconds()
-	tl.closeAt(now, mayMerge, tl.scrape(ctx))
+	tl.closeAt(now, mayMerge, tl.scrape(ctx, timeout))
 }
 
 // justStarted reports whether no point was closed yet and less than half an

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,12 +154,52 @@ func TestTimelineScrapesAHungTargetWithAShortTimeout(t *testing.T) {
 	}
 	defer ts.CloseIdleConnections()
 	tl := NewTimeline(ts, nil, 200*time.Millisecond)
-	res := tl.scrape(t.Context())
+	res := tl.scrape(t.Context(), tl.tickScrapeTimeout())
 	if !errors.Is(res[0].Err, context.DeadlineExceeded) {
 		t.Errorf("hung target: %v, want the scrape's own deadline", res[0].Err)
 	}
 	if res[1].Err != nil || res[1].Samples.Sum("catalog_db_query_duration_seconds_count", nil) != 7 {
 		t.Errorf("healthy target: %v %v", res[1].Err, res[1].Samples)
+	}
+}
+
+// TestTimelineWaitsForASlowTargetAtASegmentsEnds: a target slower than a
+// tick's timeout still gives each segment exactly its own counters, because
+// the scrapes at a segment's ends (baseline, cut, the run's end) wait for
+// it; the ticks' scrapes between them fail and are filled in by spreading.
+func TestTimelineWaitsForASlowTargetAtASegmentsEnds(t *testing.T) {
+	var count atomic.Int64
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond) // a tick's scrapes give up after 100 ms
+		fmt.Fprintf(w, "catalog_db_query_duration_seconds_count %d\n", count.Load())
+	}))
+	defer slow.Close()
+	u, _ := url.Parse(slow.URL)
+	ts, err := NewTargets([]*url.URL{u}, time.Hour, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.CloseIdleConnections()
+	tl := NewTimeline(ts, nil, 200*time.Millisecond)
+	tl.SetSegment("before")
+	tl.Start(t.Context())
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); tl.Run(ctx) }()
+	for len(tl.Points()) == 0 { // Run has begun: a tick closed a point
+		time.Sleep(10 * time.Millisecond)
+	}
+	count.Store(100)
+	tl.SetSegment("outage")
+	count.Store(150)
+	stop()
+	<-done
+	perSegment := map[string]float64{}
+	for _, p := range tl.Points() {
+		perSegment[p.Segment] += p.DBQueries
+	}
+	if math.Round(perSegment["before"]) != 100 || math.Round(perSegment["outage"]) != 50 {
+		t.Errorf("database queries per segment = %v, want before 100 and outage 50 (points %+v)", perSegment, tl.Points())
 	}
 }
 

@@ -110,23 +110,30 @@ func TestBrowseOutage(t *testing.T) {
 	checkSlowest(t, sum.Traces, "before", "outage", "after")
 	before, outage, after := seg["before"], seg["outage"], seg["after"]
 	t.Logf("before %+v\noutage %+v\nafter %+v", before, outage, after)
-	// Database queries per request: about one while the cache is bypassed
-	// (every read, no more; concurrent reads of one key share a query, which
-	// on a loaded machine brought it to 0.76), clearly fewer once it is back.
+	// Database queries per request: at most about one while the cache is
+	// bypassed, and clearly fewer once it is back. No lower bound during the
+	// outage: concurrent reads of one key share a query, and the slower the
+	// database, the longer the queue and the more they share (0.76 and 0.60
+	// on loaded machines); that every read bypassed the cache is what the
+	// hit ratio shows.
 	perRequest := func(g SegmentSummary) float64 {
 		return g.DBQueriesPerSecond * (g.ToSeconds - g.FromSeconds) / float64(g.Requests)
 	}
-	// A point's counters come from a scrape that a loaded API may answer
-	// late, so the outage's first point can carry hits from before it (0.32
-	// of the segment in a CI run): the bypass shows in its lowest point.
+	// The scrapes at the outage's ends wait for a slow API, so its points
+	// hold only its own counters; the scrapes between them may fail on a
+	// loaded machine and spread the counters over several points, so the
+	// bypass shows in the lowest point.
 	lowest := 1.0
 	for _, p := range sum.Timeline {
 		if p.Segment == "outage" && p.Gets > 0 {
 			lowest = min(lowest, p.Served/p.Gets)
 		}
 	}
-	if lowest > 0.2 || perRequest(outage) < 0.6 || perRequest(outage) > 1.5 {
-		t.Errorf("outage: hit ratio %.3f at its lowest point (%.3f over the segment), %.2f database queries per request: want the cache bypassed and one query per read",
+	if lowest > 0.2 || perRequest(outage) > 1.5 {
+		for _, p := range sum.Timeline {
+			t.Logf("point %+v", p)
+		}
+		t.Errorf("outage: hit ratio %.3f at its lowest point (%.3f over the segment), %.2f database queries per request: want the cache bypassed and at most one query per read",
 			lowest, outage.HitRatio, perRequest(outage))
 	}
 	if after.HitRatio < 0.4 || perRequest(after) > 0.75*perRequest(outage) {
