@@ -19,6 +19,7 @@ import (
 // timeout (10 min here) would outlast that, and the GET is counted as a
 // Redis failure only if it ended while the caller still waited.
 func TestUnansweringHostCallsEndAtTimeout(t *testing.T) {
+	t.Parallel()
 	const timeout = 100 * time.Millisecond
 	ordinary := func(o *redis.Options) {
 		o.ContextTimeoutEnabled = true
@@ -51,6 +52,7 @@ func TestUnansweringHostCallsEndAtTimeout(t *testing.T) {
 // deadlines could hold a call for its own timeouts and retries, whatever
 // they are, so New refuses it and says what to set.
 func TestNewRefusesAClientWithoutDeadlines(t *testing.T) {
+	t.Parallel()
 	for name, rdb := range map[string]redis.UniversalClient{
 		"client":  redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond}),
 		"cluster": redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}),

@@ -6,6 +6,7 @@ import (
 )
 
 func TestBreakerOpensAfterFailuresAndProbesAfterCooldown(t *testing.T) {
+	t.Parallel()
 	clk := newClock()
 	b := newBreaker(3, time.Second, clk.Now)
 	for i := range 2 {

@@ -20,6 +20,7 @@ import (
 // instance's invalidation, returned version 1169 after 1170 had been
 // written, while faults on a Redis master had opened its breaker.)
 func TestABypassingReadAfterInvalidateDoesNotJoinAnOlderLoad(t *testing.T) {
+	t.Parallel()
 	node := redistest.Redis(t)
 	for _, batch := range []bool{false, true} {
 		t.Run(map[bool]string{false: "get", true: "batch"}[batch], func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestNewRefusesUnusableOptions(t *testing.T) {
+	t.Parallel()
 	rdb := client(t, redistest.Redis(t))
 	for name, opts := range map[string]Options{
 		"TTL below 1ms":         {Name: "a", TTL: 999 * time.Microsecond},
@@ -30,6 +31,7 @@ func TestNewRefusesUnusableOptions(t *testing.T) {
 
 // GetMany asks for at most 500 keys per MGET, in one round trip.
 func TestGetManySendsAtMost500KeysPerMGET(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := client(t, redistest.Redis(t))
 	h := &commands{}
@@ -68,6 +70,7 @@ func TestGetManySendsAtMost500KeysPerMGET(t *testing.T) {
 // the breaker and is counted), even when another node's key was merely
 // missing.
 func TestGetManyOnAClusterReportsALaterNodesFailure(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cl := redistest.RedisCluster(t, 3)
 	opt := cl.Client.Options()
@@ -125,6 +128,7 @@ func (redisErrReply) RedisError()     {}
 // A lock script that fails in a batch refresh is a Redis error, not
 // contention.
 func TestBatchRefreshCountsALockErrorAsAnError(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := client(t, redistest.Redis(t))
 	clk := newClock()

@@ -7,6 +7,7 @@ import (
 )
 
 func TestEnvelopeRoundTrip(t *testing.T) {
+	t.Parallel()
 	now := time.UnixMilli(1_767_225_600_123)
 	for _, e := range []entry{
 		{computedAt: now, expiry: now.Add(time.Minute), delta: 42 * time.Millisecond, payload: []byte(`{"id":7}`)},
@@ -27,6 +28,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 }
 
 func TestEnvelopeRejectsWhatItDidNotWrite(t *testing.T) {
+	t.Parallel()
 	good := encodeEntry(nil, entry{computedAt: time.UnixMilli(1000), expiry: time.UnixMilli(2000), payload: []byte("x")})
 	for name, b := range map[string][]byte{
 		"empty":             nil,

@@ -19,6 +19,7 @@ import (
 // open breaker sends Redis nothing at all, however long the machine takes
 // to serve the reads; once a cooldown has passed, a probe finds Redis back.
 func TestRedisKilledMidRun(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.RedisNodes(t, 1)[0]
 	rdb := client(t, node)
@@ -83,6 +84,7 @@ func TestRedisKilledMidRun(t *testing.T) {
 // TestRedisPausedCallsReturnWithinTimeout: a frozen Redis costs a call the
 // configured timeout, not the length of the pause.
 func TestRedisPausedCallsReturnWithinTimeout(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.RedisNodes(t, 1)[0]
 	opt := node.Options()

@@ -13,6 +13,7 @@ import (
 )
 
 func TestGetHitAfterMissOneRead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, Raw{}, Options{Name: "hit", TTL: time.Minute})
@@ -40,6 +41,7 @@ func TestGetHitAfterMissOneRead(t *testing.T) {
 }
 
 func TestGetCorruptOrForeignEntryIsCountedAndRecomputed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[int]{}, Options{Name: "corrupt", TTL: time.Minute})
@@ -79,6 +81,7 @@ func TestGetCorruptOrForeignEntryIsCountedAndRecomputed(t *testing.T) {
 }
 
 func TestMissIsDeduplicatedInProcess(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "dedup", TTL: time.Minute})
@@ -108,6 +111,7 @@ func TestMissIsDeduplicatedInProcess(t *testing.T) {
 }
 
 func TestColdMissWaitsForAnotherInstance(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	a, _ := newCache(t, client(t, node), JSON[string]{}, Options{Name: "lease", TTL: time.Minute})
@@ -139,6 +143,7 @@ func TestColdMissWaitsForAnotherInstance(t *testing.T) {
 }
 
 func TestColdMissLeaseWaitIsBounded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	rdb := client(t, node)

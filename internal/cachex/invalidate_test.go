@@ -87,6 +87,7 @@ func (h *changeBeforeLock) before(ctx context.Context, cmd redis.Cmder) error {
 // then the loader answers with what it read; afterwards every read sees the
 // new version.
 func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
+	t.Parallel()
 	single := redistest.Redis(t)
 	parent := t
 	var cluster *redistest.Cluster
@@ -198,6 +199,7 @@ func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
 // loads version 2. (Found by cmd/torture: the cache workload's readers got
 // version 929 after 930 had been written and invalidated.)
 func TestReadAfterInvalidateDoesNotJoinAnOlderLoad(t *testing.T) {
+	t.Parallel()
 	node := redistest.Redis(t)
 	for _, batch := range []bool{false, true} {
 		t.Run(map[bool]string{false: "get", true: "batch"}[batch], func(t *testing.T) {

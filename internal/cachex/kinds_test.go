@@ -52,6 +52,7 @@ func overKind(t testing.TB, rdb redis.UniversalClient, opts Options) (redis.Univ
 // kind of client (docs/cachex.md#clients): every cache they build rides
 // go-redis's AutoPipeliner, scripts, pipelines and cluster paths included.
 func TestOverAutoPipeliner(t *testing.T) {
+	t.Parallel()
 	for _, tt := range overAutoPipeliner() {
 		t.Run(tt.name, tt.run)
 	}
@@ -62,6 +63,7 @@ func TestOverAutoPipeliner(t *testing.T) {
 // through the client, a call while another is in flight through its
 // AutoPipeliner.
 func TestWithAutoPipelineOption(t *testing.T) {
+	t.Parallel()
 	for _, tt := range withAutoPipelineOption() {
 		t.Run(tt.name, tt.run)
 	}
@@ -186,6 +188,7 @@ const nearCache = "go-redis's client-side caching is on a *redis.Client only"
 // runs over both kinds of client unless it is left out with a reason, and
 // withAutoPipelineOption takes only tests of overAutoPipeliner.
 func TestOverAutoPipelinerListsEveryTest(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*_test.go")
 	if err != nil {
 		t.Fatal(err)
@@ -251,6 +254,7 @@ func (h *lanes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 // With Options.AutoPipeline a read alone goes straight through the client,
 // and reads that overlap go through its AutoPipeliner.
 func TestAutoPipelineOptionBatchesOnlyOverlappingCalls(t *testing.T) {
+	t.Parallel()
 	rdb := client(t, redistest.Redis(t))
 	h := &lanes{}
 	rdb.AddHook(h)

@@ -16,6 +16,7 @@ type tenantKey struct{}
 // An early refresh runs with the values of the read that triggered it (a
 // tenant, credentials, a trace), as a miss does, not with an empty context.
 func TestEarlyRefreshKeepsTheReadersContextValues(t *testing.T) {
+	t.Parallel()
 	rdb := client(t, redistest.Redis(t))
 	clk := newClock()
 	for _, batch := range []bool{false, true} {
@@ -63,6 +64,7 @@ func TestEarlyRefreshKeepsTheReadersContextValues(t *testing.T) {
 // nothing races (go test -race), and the key locks of the recomputes it
 // cancelled are released.
 func TestCloseWhileReading(t *testing.T) {
+	t.Parallel()
 	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "closing", Prefix: "closing:", TTL: 50 * time.Millisecond})
 	var calls atomic.Int64

@@ -22,6 +22,7 @@ func waitersOf[V any](c *Cache[V], key string) int {
 
 // At most MaxLoads loader calls run at once; the others wait for a slot.
 func TestLoadsAreBoundedPerCache(t *testing.T) {
+	t.Parallel()
 	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "bound", TTL: time.Minute, MaxLoads: 2})
 	l := &loader{release: make(chan struct{})}
@@ -71,6 +72,7 @@ func (b *blocking) load(ctx context.Context) (string, error) {
 // and a caller that comes later starts a new load instead of joining the
 // cancelled one.
 func TestLoadIsCancelledWhenNoCallerWaits(t *testing.T) {
+	t.Parallel()
 	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "cancel", TTL: time.Minute, noLease: true})
 	b := newBlocking()
@@ -108,6 +110,7 @@ func TestLoadIsCancelledWhenNoCallerWaits(t *testing.T) {
 // The same holds for a batch: its one loader call is cancelled once no
 // caller waits for any of its keys.
 func TestBatchLoadIsCancelledWhenNoCallerWaits(t *testing.T) {
+	t.Parallel()
 	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "cancelmany", TTL: time.Minute})
 	b := newBlocking()

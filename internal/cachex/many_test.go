@@ -99,6 +99,7 @@ func testGetMany(t *testing.T, rdb redis.UniversalClient, cmds *commands, nodes 
 }
 
 func TestGetManySingleNode(t *testing.T) {
+	t.Parallel()
 	rdb := client(t, redistest.Redis(t))
 	cmds := &commands{}
 	rdb.AddHook(cmds)
@@ -109,6 +110,7 @@ func TestGetManySingleNode(t *testing.T) {
 }
 
 func TestGetManyCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.RedisCluster(t, 3)
 	opt := cl.Client.Options()
 	opt.ContextTimeoutEnabled = true
@@ -126,6 +128,7 @@ func TestGetManyCluster(t *testing.T) {
 }
 
 func TestGetCluster(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cl := redistest.RedisCluster(t, 3)
 	opt := cl.Client.Options()
@@ -166,6 +169,7 @@ func redisErrors[V any](c *Cache[V]) int {
 }
 
 func TestGetManyDeduplicatesWithConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "many", TTL: time.Hour})
@@ -209,6 +213,7 @@ func TestGetManyDeduplicatesWithConcurrentCalls(t *testing.T) {
 // batch joined its flight must not compute the key again: startMany is
 // called here exactly as GetMany calls it after such a read.
 func TestGetManyDoesNotRecomputeWhatLandedAfterItsRead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "many", TTL: time.Hour, NegativeTTL: time.Hour})
@@ -231,6 +236,7 @@ func TestGetManyDoesNotRecomputeWhatLandedAfterItsRead(t *testing.T) {
 }
 
 func TestGetManyStaleAndNegative(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := client(t, redistest.Redis(t))
 	clk := newClock()

@@ -13,6 +13,7 @@ import (
 )
 
 func TestMetricsMatchTheContract(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := client(t, redistest.Redis(t))
 	reg := prometheus.NewRegistry()

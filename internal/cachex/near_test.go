@@ -71,6 +71,7 @@ func nearPair(t *testing.T, node *redistest.Node, maxStaleness time.Duration) (a
 // TestNearCacheServesHitsWithoutARoundTrip: once a key is read, its hits
 // come from process memory: the server runs no GET for them.
 func TestNearCacheServesHitsWithoutARoundTrip(t *testing.T) {
+	t.Parallel()
 	node := redistest.Redis(t)
 	src := &versioned{}
 	src.bump()
@@ -103,6 +104,7 @@ func TestNearCacheServesHitsWithoutARoundTrip(t *testing.T) {
 // invalidation's push is surely applied), and the other instance's reads
 // return the new value once its push arrives.
 func TestNearCacheReadsItsOwnInvalidate(t *testing.T) {
+	t.Parallel()
 	node := redistest.Redis(t)
 	src := &versioned{}
 	src.bump()
@@ -133,6 +135,7 @@ func TestNearCacheReadsItsOwnInvalidate(t *testing.T) {
 // instance writes reaches this instance's reads: the near cache never keeps
 // serving what the server no longer holds.
 func TestNearCacheFollowsTheServerThroughFaults(t *testing.T) {
+	t.Parallel()
 	node := redistest.Redis(t)
 	src := &versioned{}
 	src.bump()
@@ -163,6 +166,7 @@ func TestNearCacheFollowsTheServerThroughFaults(t *testing.T) {
 // TestNewRefusesANearCacheWithoutABound: go-redis keeps an entry whose
 // invalidation was lost forever unless MaxStaleness is set, so New wants it.
 func TestNewRefusesANearCacheWithoutABound(t *testing.T) {
+	t.Parallel()
 	node := redistest.Redis(t)
 	_, err := New(nearClient(t, node, 0), JSON[int64]{}, Options{Name: "near", TTL: time.Hour})
 	if !errors.Is(err, errNearBound) {
@@ -173,6 +177,7 @@ func TestNewRefusesANearCacheWithoutABound(t *testing.T) {
 // TestNearCacheCollectorCountsWhatTheClientDid: hits, entries and the
 // invalidations applied are read from the client.
 func TestNearCacheCollectorCountsWhatTheClientDid(t *testing.T) {
+	t.Parallel()
 	node := redistest.Redis(t)
 	cfg := redis.ClientSideCacheConfig{MaxEntries: 100, MaxStaleness: time.Minute}
 	opt := node.Options()

@@ -74,6 +74,7 @@ func noLocks(t *testing.T, rdb redis.UniversalClient, prefix string) {
 // waiter gets an error wrapping it, the key's lock is released, and it is
 // counted and logged once.
 func TestLoaderPanicIsRecoveredOnEveryPath(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.RedisNodes(t, 1)[0]
 	rdb := client(t, node)

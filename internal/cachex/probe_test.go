@@ -12,6 +12,7 @@ import (
 // a deadline shorter than Timeout): its outcome must still be recorded, and
 // the cache must read from Redis again within one cooldown.
 func TestBreakerHealsAfterAProbeWhoseCallerGaveUp(t *testing.T) {
+	t.Parallel()
 	for name, gaveUp := range map[string]func() (context.Context, context.CancelFunc){
 		"cancelled": func() (context.Context, context.CancelFunc) {
 			ctx, cancel := context.WithCancel(context.Background())

@@ -22,6 +22,7 @@ func (f *fixedRand) Float64() float64 {
 }
 
 func TestEarlyRefreshRunsInBackgroundDetachedFromCaller(t *testing.T) {
+	t.Parallel()
 	rdb := client(t, redistest.Redis(t))
 	clk, rnd := newClock(), &fixedRand{}
 	c, reg := newCache(t, rdb, JSON[string]{}, Options{Name: "early", TTL: 10 * time.Second, now: clk.Now, noClockSync: true, rand: rnd.Float64})
@@ -65,6 +66,7 @@ func TestEarlyRefreshRunsInBackgroundDetachedFromCaller(t *testing.T) {
 }
 
 func TestEarlyRefreshDucksOutWhenAnotherInstanceHoldsTheLock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := client(t, redistest.Redis(t))
 	clk, rnd := newClock(), &fixedRand{}
@@ -91,6 +93,7 @@ func TestEarlyRefreshDucksOutWhenAnotherInstanceHoldsTheLock(t *testing.T) {
 }
 
 func TestBackgroundRefreshesAreBounded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := client(t, redistest.Redis(t))
 	clk, rnd := newClock(), &fixedRand{}
@@ -119,6 +122,7 @@ func TestBackgroundRefreshesAreBounded(t *testing.T) {
 }
 
 func TestInvalidateDropsTheWriteOfARefreshInFlight(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := client(t, redistest.Redis(t))
 	clk, rnd := newClock(), &fixedRand{}
@@ -156,6 +160,7 @@ func invalidated(t *testing.T, rdb redis.UniversalClient, rk string) bool {
 }
 
 func TestInvalidateMany(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "inval", TTL: time.Minute})
@@ -179,6 +184,7 @@ func TestInvalidateMany(t *testing.T) {
 }
 
 func TestStaleIfError(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := client(t, redistest.Redis(t))
 	boom := errors.New("database down")
@@ -214,6 +220,7 @@ func TestStaleIfError(t *testing.T) {
 }
 
 func TestNegativeCaching(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := client(t, redistest.Redis(t))
 	notFound := func(n *atomic.Int64) func(context.Context) (string, error) {

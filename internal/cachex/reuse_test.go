@@ -25,6 +25,7 @@ func (c countingJSON) Unmarshal(b []byte) (*item, error) {
 // decoding; a changed, refreshed or invalidated entry is decoded afresh and
 // never answered from the reuse.
 func TestReuseDecodedServesOnlyTheSameEnvelope(t *testing.T) {
+	t.Parallel()
 	node := redistest.Redis(t)
 	ctx := context.Background()
 	clk := newClock()
@@ -93,6 +94,7 @@ func TestReuseDecodedServesOnlyTheSameEnvelope(t *testing.T) {
 // is decoded at least every other time, and every value is still the key's
 // own. Off (the default), every hit decodes.
 func TestReuseDecodedIsBoundedAndOffByDefault(t *testing.T) {
+	t.Parallel()
 	node := redistest.Redis(t)
 	ctx := context.Background()
 	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}

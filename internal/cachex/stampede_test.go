@@ -109,6 +109,7 @@ func stampede(t *testing.T, strategy Strategy, beta float64, skew time.Duration)
 // real clock): at least recomputeCost, and the bound below holds up to
 // about twice that.
 func TestStampedeXFetch(t *testing.T) {
+	t.Parallel()
 	r := stampede(t, XFetch, 0.5, 0)
 	checkXFetch(t, r)
 }
@@ -141,6 +142,7 @@ func checkXFetch(t *testing.T, r stampedeResult) {
 // the others' writes are refused and counted as discarded, so the values
 // stored (recomputes minus discarded) are about one per TTL window.
 func TestStampedeTTLBaseline(t *testing.T) {
+	t.Parallel()
 	r := stampede(t, TTL, 0, 0)
 	if per := float64(r.loads) / r.windows; per < 5 || r.duplicates == 0 {
 		t.Errorf("plain TTL caching: %.1f recomputes per window, %d duplicates; the baseline should stampede (many per window)", per, r.duplicates)
@@ -157,6 +159,7 @@ func TestStampedeTTLBaseline(t *testing.T) {
 // (a lease wait that gave up would have been a second), then about one
 // recompute per window and no reader waits.
 func TestStampedeXFetchWithSkewedClocks(t *testing.T) {
+	t.Parallel()
 	r := stampede(t, XFetch, 0.5, 2*stampedeTTL)
 	checkXFetch(t, r)
 }

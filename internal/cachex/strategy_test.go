@@ -11,6 +11,7 @@ import (
 )
 
 func TestStrategySwitchesAtRunTime(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := client(t, redistest.Redis(t))
 	c, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "switch", TTL: time.Minute})
@@ -66,6 +67,7 @@ func TestStrategySwitchesAtRunTime(t *testing.T) {
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
+	t.Parallel()
 	rdb := client(t, redistest.Redis(t))
 	for name, opts := range map[string]Options{
 		"no name":      {TTL: time.Second},

@@ -50,6 +50,7 @@ func attr(s sdktrace.ReadOnlySpan, key string) string {
 }
 
 func TestSpansTellAMissAndAHit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tp, rec := recorder(t)
 	c, _ := newCache(t, client(t, redistest.Redis(t)), Raw{}, Options{Name: "traced", TTL: time.Minute, TracerProvider: tp})
@@ -97,6 +98,7 @@ func TestSpansTellAMissAndAHit(t *testing.T) {
 }
 
 func TestSpansOfAnEarlyRefreshAndAFailedLoad(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tp, rec := recorder(t)
 	clk := newClock()
@@ -146,6 +148,7 @@ func TestSpansOfAnEarlyRefreshAndAFailedLoad(t *testing.T) {
 }
 
 func TestSpansLinkWaitersToTheLeader(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tp, rec := recorder(t)
 	c, _ := newCache(t, client(t, redistest.Redis(t)), Raw{}, Options{Name: "waiters", TTL: time.Minute, TracerProvider: tp})
@@ -190,6 +193,7 @@ func TestSpansLinkWaitersToTheLeader(t *testing.T) {
 }
 
 func TestSpansOfGetMany(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tp, rec := recorder(t)
 	c, _ := newCache(t, client(t, redistest.Redis(t)), Raw{}, Options{Name: "many", TTL: time.Minute, TracerProvider: tp})
@@ -215,6 +219,7 @@ func TestSpansOfGetMany(t *testing.T) {
 // span puts that trace id on cachex_recompute_duration_seconds, even when
 // the cache itself starts no spans.
 func TestRecomputeExemplarIsTheCallersTrace(t *testing.T) {
+	t.Parallel()
 	tp, rec := recorder(t)
 	c, reg := newCache(t, client(t, redistest.Redis(t)), Raw{}, Options{Name: "exemplar", TTL: time.Minute})
 	ctx, span := tp.Tracer("test").Start(context.Background(), "request")
@@ -262,6 +267,7 @@ func TestDependsOnTheOtelAPIOnly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
@@ -279,6 +285,7 @@ func TestDependsOnTheOtelAPIOnly(t *testing.T) {
 // record them: a parent-based sampler would not, and skipping them is what
 // keeps tracing cheap for the reads of the traces not kept.
 func TestNoSpansUnderAnUnsampledParent(t *testing.T) {
+	t.Parallel()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
@@ -303,6 +310,7 @@ func TestNoSpansUnderAnUnsampledParent(t *testing.T) {
 // loader slots shows the wait as a cachex.load_slot span before its
 // recompute; a read that finds a slot free has none.
 func TestSpansShowTheWaitForALoadSlot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tp, rec := recorder(t)
 	c, _ := newCache(t, client(t, redistest.Redis(t)), Raw{}, Options{Name: "slots", TTL: time.Minute, MaxLoads: 1, TracerProvider: tp})

@@ -15,6 +15,7 @@ type titled struct{ Title string }
 // ones, each computes its value once, and an Invalidate through either
 // clears both.
 func TestTwoValueVersionsSideBySide(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := client(t, redistest.Redis(t))
 	v1, _ := newCache(t, rdb, JSON[string]{}, Options{Name: "upgrade", TTL: time.Minute, Version: "1", InvalidateVersions: []string{"2"}})

@@ -8,6 +8,7 @@ import (
 )
 
 func TestShouldRefreshBoundaries(t *testing.T) {
+	t.Parallel()
 	expiry := time.Unix(1000, 0)
 	delta := 100 * time.Millisecond
 	for _, tc := range []struct {
@@ -44,6 +45,7 @@ func TestShouldRefreshBoundaries(t *testing.T) {
 // recomputes start, and the first starts beta*delta*(ln(r*beta) + γ) before
 // expiry on average, r being reads per delta.
 func TestXFetchStatistics(t *testing.T) {
+	t.Parallel()
 	const (
 		r       = 100 // reads per delta
 		windows = 2000

@@ -20,6 +20,7 @@ import (
 // is kept and echoed, a hostile one replaced by a generated id; access
 // lines are Debug; an error line of a request carries its request_id.
 func TestAccessLogAndRequestIDs(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h, err := NewHandler(HandlerConfig{Registry: prometheus.NewRegistry(), Logger: log,

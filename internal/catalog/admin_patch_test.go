@@ -12,6 +12,7 @@ import (
 // keeps the others, so two calls combine (PUT would have cleared the
 // first); bad input is a 4xx problem and changes nothing.
 func TestAdminPatchFaultsCombinesKnobs(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	var f Faults
 	decodeJSON(t, a.admin(http.MethodPatch, "/admin/faults", `{"cache_redis_down_percent": 30}`), http.StatusOK, &f)
@@ -47,6 +48,7 @@ func TestAdminPatchFaultsCombinesKnobs(t *testing.T) {
 // TestFaultsPatchIsAtomic: concurrent PATCHes of different knobs all land
 // (none overwrites another's knob with a value it read before).
 func TestFaultsPatchIsAtomic(t *testing.T) {
+	t.Parallel()
 	var in Injector
 	var wg sync.WaitGroup
 	for i := 1; i <= 100; i++ {
@@ -77,6 +79,7 @@ func TestFaultsPatchIsAtomic(t *testing.T) {
 // to what the instance started with (PUT {} on the faults leaves a cache's
 // strategy as it is); a body other than {} is refused.
 func TestAdminResetRestoresTheStart(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	startMode := a.svc.Mode()
 	for _, c := range []struct{ method, path, body string }{

@@ -15,6 +15,7 @@ import (
 )
 
 func TestAdminAuth(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	paths := []struct{ method, path, body string }{
 		{"GET", "/admin/caches", ""},
@@ -74,6 +75,7 @@ func TestAdminAuth(t *testing.T) {
 }
 
 func TestAdminCaches(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	var all map[string]CacheSettings
 	decodeJSON(t, a.admin(http.MethodGet, "/admin/caches", ""), http.StatusOK, &all)
@@ -161,6 +163,7 @@ func TestAdminCaches(t *testing.T) {
 }
 
 func TestAdminFaults(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	var f Faults
 	decodeJSON(t, a.admin(http.MethodGet, "/admin/faults", ""), http.StatusOK, &f)
@@ -211,6 +214,7 @@ func TestAdminFaults(t *testing.T) {
 // TestAdminDBLatency checks the database latency knob reaches the queries
 // behind the API.
 func TestAdminDBLatency(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	decodeJSON(t, a.admin(http.MethodPut, "/admin/caches/category_stats", `{"strategy": "none"}`), http.StatusOK, nil)
 	cancelled, cancel := context.WithCancel(context.Background())
@@ -237,6 +241,7 @@ func TestAdminDBLatency(t *testing.T) {
 // TestAdminCacheRedisDown checks the cache_redis_down_percent knob makes
 // the caches bypass Redis while the API keeps answering.
 func TestAdminCacheRedisDown(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	bypass := func() float64 {
 		return metricValue(t, a.reg, "cachex_gets_total", map[string]string{"cache": "product", "result": "bypass"})
@@ -268,6 +273,7 @@ func TestAdminCacheRedisDown(t *testing.T) {
 // TestAdminReservationMode: the mode switches per instance, is exported as
 // catalog_reservation_mode, and refuses names it does not know.
 func TestAdminReservationMode(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	gauge := func(m Mode) float64 {
 		return metricValue(t, a.reg, "catalog_reservation_mode", map[string]string{"mode": string(m)})
@@ -292,6 +298,7 @@ func TestAdminReservationMode(t *testing.T) {
 // TestAdminSetStock: a stocktake sets the stock and stocks the warehouse
 // with what is not reserved.
 func TestAdminSetStock(t *testing.T) {
+	t.Parallel()
 	const product = 47
 	a := newTestAPI(t, apiOptions{})
 	a.setInventory(product, 10, 0)

@@ -15,6 +15,7 @@ import (
 // the last two answered 500 by a stocktake: a pooled connection the driver
 // had closed ("conn closed") and a server out of connections (53300).
 func TestLostConnectionsAreRetryable(t *testing.T) {
+	t.Parallel()
 	lost := map[string]error{
 		"terminated":         &pgconn.PgError{Code: "57P01"},
 		"connection fail":    &pgconn.PgError{Code: "08006"},

@@ -202,6 +202,7 @@ func (a *testAPI) cutEveryStep() []string {
 // after the warehouse's give left the units free while the hold still held
 // them, and the buyer got them: sold twice.
 func TestEveryCutLeavesNoUnitSoldTwice(t *testing.T) {
+	t.Parallel()
 	for _, mode := range Modes() {
 		t.Run(string(mode), func(t *testing.T) {
 			a := newTestAPI(t, apiOptions{})
@@ -220,6 +221,7 @@ func TestEveryCutLeavesNoUnitSoldTwice(t *testing.T) {
 // order of effects before the saga (Config.GiveFirst), it finds units sold
 // twice.
 func TestTheCutCheckCatchesGiveFirst(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	a.svc.pendingAge = 0
 	a.svc.giveFirst = true

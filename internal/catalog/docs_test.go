@@ -128,6 +128,7 @@ func parseCurl(t *testing.T, line string, args []string, want int) curlCall {
 // TestDocumentedExamples runs docs/api.md's examples in order against a
 // fresh API and checks each answers the status written beside it.
 func TestDocumentedExamples(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	calls := documentedCalls(t, testAdminToken)
 	if len(calls) < 20 {

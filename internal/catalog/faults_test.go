@@ -10,6 +10,7 @@ import (
 // from the moment the collector is made, and every Set after it; a rejected
 // Set changes nothing.
 func TestFaultGaugeFollowsSet(t *testing.T) {
+	t.Parallel()
 	in := &Injector{}
 	if err := in.Set(Faults{DBLatencyMS: 200}); err != nil {
 		t.Fatal(err)

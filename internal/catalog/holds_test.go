@@ -20,6 +20,7 @@ func (a *testAPI) expireAll(productID int64) {
 // Location, which answers the reservation (and HEAD); it expires the hold
 // TTL after its creation; unknown and malformed ids answer 404 and 400.
 func TestReservationResource(t *testing.T) {
+	t.Parallel()
 	const product = 48
 	a := newTestAPI(t, apiOptions{})
 	a.setInventory(product, 10, 0)
@@ -57,6 +58,7 @@ func TestReservationResource(t *testing.T) {
 // back to the warehouse once, and the two instances' expiry counts add up to
 // the holds. A cancel of an expired hold changes nothing.
 func TestTwoSweepersReturnStockOnce(t *testing.T) {
+	t.Parallel()
 	const (
 		product = 49
 		holds   = 12
@@ -116,6 +118,7 @@ func TestTwoSweepersReturnStockOnce(t *testing.T) {
 // TestRunSweeperSweepsAtEveryTick drives the sweeper's loop with a tick
 // channel (no wall clock): each tick ends the holds expired by then.
 func TestRunSweeperSweepsAtEveryTick(t *testing.T) {
+	t.Parallel()
 	const product = 50
 	a := newTestAPI(t, apiOptions{})
 	a.setInventory(product, 10, 0)
@@ -140,6 +143,7 @@ func TestRunSweeperSweepsAtEveryTick(t *testing.T) {
 // catalog's end of the hold) and once as the settle query (the record that
 // the warehouse took the units back); it looks nothing up first.
 func TestCancelIsOneQuery(t *testing.T) {
+	t.Parallel()
 	const product = 51
 	a := newTestAPI(t, apiOptions{})
 	a.setInventory(product, 10, 0)

@@ -21,6 +21,7 @@ import (
 
 // Made-up methods are one "other" label value, not a series each.
 func TestMadeUpMethodsDoNotCreateSeries(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	a.do(http.MethodGet, "/v1/products/1", "")
 	before := testutil.CollectAndCount(a.reg, "http_requests_total")
@@ -36,6 +37,7 @@ func TestMadeUpMethodsDoNotCreateSeries(t *testing.T) {
 // A reservation for a product that does not exist is answered 404 without
 // taking a lock: no key is left on the lock servers.
 func TestReservationOfAnUnknownProductLeavesNoLockKeys(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	for i := range 50 {
 		body := `{"product_id": ` + strconv.Itoa(1_000_000_000+i) + `, "quantity": 1, "idempotency_key": "unknown-` + strconv.Itoa(i) + `"}`
@@ -54,6 +56,7 @@ func TestReservationOfAnUnknownProductLeavesNoLockKeys(t *testing.T) {
 // problem+json (Postgres would refuse NUL with an error that became a 500),
 // and nothing is changed.
 func TestNULAndControlCharactersAreRefused(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	auth := []string{"Authorization", "Bearer " + testAdminToken}
 	for name, c := range map[string]struct {
@@ -84,6 +87,7 @@ func TestNULAndControlCharactersAreRefused(t *testing.T) {
 // /readyz reports only what the API cannot serve without; /health reports
 // every dependency, without internals, and always answers 200.
 func TestReadinessAndHealth(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	h, err := NewHandler(HandlerConfig{Service: a.svc, Registry: prometheus.NewRegistry(),
 		Ready: func(context.Context) error { return nil },
@@ -119,6 +123,7 @@ func TestReadinessAndHealth(t *testing.T) {
 
 // Changing a product needs the admin token; the scheme is case-insensitive.
 func TestProductWritesNeedAuthority(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	body := `{"price_cents": 4242}`
 	checkProblem(t, a.do(http.MethodPatch, "/v1/products/3", body), http.StatusUnauthorized, "/problems/unauthorized")
@@ -137,6 +142,7 @@ func TestProductWritesNeedAuthority(t *testing.T) {
 // refused with 422, and one that Postgres reduces to exclusions (a stop word
 // and an exclusion) matches nothing without a scan.
 func TestSearchWithoutAPositiveTermIsRefused(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	for _, q := range []string{"-zzzz", "-lamp%20-mug", "%22-x%22", "or"} {
 		checkProblem(t, a.do(http.MethodGet, "/v1/search?q="+q, ""), http.StatusUnprocessableEntity, "/problems/invalid-parameter")
@@ -159,6 +165,7 @@ func TestSearchWithoutAPositiveTermIsRefused(t *testing.T) {
 // with Retry-After, and so does a query that Postgres cancelled (its
 // statement_timeout) or a recompute that ran out of its time, never 500.
 func TestRequestsAndQueriesRunOutOfTimeAs503(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	h, err := NewHandler(HandlerConfig{Service: a.svc, Faults: a.faults, Registry: prometheus.NewRegistry(), RequestTimeout: 100 * time.Millisecond})
 	if err != nil {
@@ -195,6 +202,7 @@ func TestRequestsAndQueriesRunOutOfTimeAs503(t *testing.T) {
 
 // JSON field names match exactly: PRODUCT_ID is an unknown field.
 func TestJSONFieldNamesAreCaseSensitive(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	for _, body := range []string{
 		`{"PRODUCT_ID": 1, "quantity": 1, "idempotency_key": "case-1"}`,
@@ -227,6 +235,7 @@ func TestIDsAreCountedBeforeSplitting(t *testing.T) {
 // A replay of a finished reservation is answered without taking the
 // product's lock: it answers even while another request holds the lock.
 func TestReplayNeedsNoLock(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{}) // a replay that took the lock would wait lockWait, then answer 503
 	a.setInventory(21, 100, 0)
 	body := reserveBody(21, 1, "replay-no-lock")
@@ -250,6 +259,7 @@ func TestReplayNeedsNoLock(t *testing.T) {
 // A client that goes away while its reservation waits for the lock is
 // counted as cancelled (code 499), not as a lock timeout or a 503.
 func TestAClientThatLeavesIsCountedAsCancelled(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{lockWait: time.Minute}) // the client leaves long before
 	a.setInventory(21, 100, 0)
 	held, err := a.locker.Acquire(context.Background(), "21")
@@ -276,6 +286,7 @@ func TestAClientThatLeavesIsCountedAsCancelled(t *testing.T) {
 // Problem details speak the API's terms: no Go type names, no package or
 // query prefixes, no host:port.
 func TestProblemDetailsCarryNoInternals(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	a.setInventory(21, 1, 0)
 	h, err := NewHandler(HandlerConfig{Service: a.svc, Registry: prometheus.NewRegistry(),
@@ -309,6 +320,7 @@ func TestProblemDetailsCarryNoInternals(t *testing.T) {
 
 // HEAD answers on every GET route, as GET would but without a body.
 func TestHEADOnEveryGETRoute(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	for _, path := range []string{"/healthz", "/v1/products/1", "/v1/products?ids=1,2", "/v1/categories/1/stats", "/v1/search?q=oak"} {
 		get, head := a.do(http.MethodGet, path, ""), a.do(http.MethodHead, path, "")
@@ -326,6 +338,7 @@ func TestHEADOnEveryGETRoute(t *testing.T) {
 // the table's CHECK): a key of 200 two-byte characters is accepted, 201
 // characters are not.
 func TestIdempotencyKeyLimitIsInCharacters(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	a.setInventory(21, 10, 0)
 	if rec := a.do(http.MethodPost, "/v1/reservations", reserveBody(21, 1, strings.Repeat("é", MaxIdempotencyKeyLen))); rec.Code != http.StatusCreated {

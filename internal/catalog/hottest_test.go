@@ -30,6 +30,7 @@ func hottestValues(t *testing.T, h *hottestKeys) map[string]float64 {
 // window with no recompute, or a window after a skipped one, shows 0; a
 // cache it does not know is ignored.
 func TestHottestKeyRecomputes(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1000, 0) // a multiple of 10 s: a category_stats window starts
 	h := newHottestKeys(map[string]time.Duration{"category_stats": 10 * time.Second, "product": 40 * time.Second}, func() time.Time { return now })
 	want := func(stats, product float64) {

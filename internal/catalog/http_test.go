@@ -13,6 +13,7 @@ import (
 // TestHTTPHappyPaths calls every route of the public API once with a valid
 // request and checks the answer against the database.
 func TestHTTPHappyPaths(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	ctx := context.Background()
 
@@ -172,6 +173,7 @@ func TestHTTPHappyPaths(t *testing.T) {
 // TestHTTPBadInput sends every kind of bad request and checks that each gets
 // the documented 4xx problem, never a 5xx.
 func TestHTTPBadInput(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	a.setInventory(21, 100, 0)
 	big := `{"description": "` + strings.Repeat("x", MaxBodyBytes+1) + `"}`
@@ -332,6 +334,7 @@ func TestHTTPBadInput(t *testing.T) {
 // TestHTTPMaxBytesWithoutContentType checks the body limit also applies
 // when the client sends no Content-Type (accepted as JSON).
 func TestHTTPMaxBytesWithoutContentType(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	req := httptest.NewRequest(http.MethodPost, "/v1/reservations",
 		strings.NewReader(`{"idempotency_key": "`+strings.Repeat("k", 2*MaxBodyBytes)+`"}`))
@@ -346,6 +349,7 @@ func TestHTTPMaxBytesWithoutContentType(t *testing.T) {
 }
 
 func TestMethodNotAllowedSaysWhatIsAllowed(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	rec := a.do(http.MethodDelete, "/v1/products/1", "")
 	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD, PATCH" {

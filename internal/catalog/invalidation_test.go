@@ -11,6 +11,7 @@ import (
 // cached read it affects: the product, the batch read and the category's
 // statistics.
 func TestUpdateInvalidates(t *testing.T) {
+	t.Parallel()
 	const product = 61
 	a := newTestAPI(t, apiOptions{})
 	ctx := context.Background()

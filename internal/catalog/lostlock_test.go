@@ -35,6 +35,7 @@ func (a *testAPI) setMode(m Mode) {
 // before either writes. Without a lock both succeed, and one unit is
 // oversold.
 func TestUnsafeModeOversells(t *testing.T) {
+	t.Parallel()
 	const product = 43
 	a := newTestAPI(t, apiOptions{})
 	a.setInventory(product, 5, 0)
@@ -73,6 +74,7 @@ func TestUnsafeModeOversells(t *testing.T) {
 // product with 10, at once. With the lock (modes lock and fenced) exactly
 // 10 get one, and nothing is oversold.
 func TestLockedModesDoNotOversellUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	const product = 44
 	a := newTestAPI(t, apiOptions{lockWait: 10 * time.Second})
 	for _, m := range []Mode{ModeLock, ModeFenced} {
@@ -115,6 +117,7 @@ func TestLockedModesDoNotOversellUnderConcurrency(t *testing.T) {
 // until B has answered (a test hook), then for the knob's 1.5s: the order
 // does not depend on how fast the machine serves B.
 func TestLostLock(t *testing.T) {
+	t.Parallel()
 	for _, m := range []Mode{ModeLock, ModeFenced} {
 		t.Run(string(m), func(t *testing.T) { testLostLock(t, m) })
 	}

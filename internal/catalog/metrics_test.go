@@ -10,6 +10,7 @@ import (
 // raw paths, and that the metric families the dashboards depend on are
 // exported, on the registry and at /metrics.
 func TestMetricsContract(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	a.setInventory(71, 10, 0)
 	for _, r := range []struct{ method, path, body string }{

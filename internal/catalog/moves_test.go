@@ -65,6 +65,7 @@ func crashes(f func()) (crashedHere bool) {
 // right after the catalog ended the hold still gives the units back (on a
 // context of its own), once; a retried cancel changes nothing.
 func TestCancelByAClientThatLeavesFinishes(t *testing.T) {
+	t.Parallel()
 	const product = 52
 	a := newTestAPI(t, apiOptions{})
 	a.setInventory(product, 5, 0)
@@ -90,6 +91,7 @@ func TestCancelByAClientThatLeavesFinishes(t *testing.T) {
 // the catalog expired a hold leaves its give due; the units are out of
 // sale, not free twice; another instance's reconciler gives them back once.
 func TestInterruptedSweepGivesBackOnce(t *testing.T) {
+	t.Parallel()
 	const product = 53
 	a := newTestAPI(t, apiOptions{})
 	b := a.sibling()
@@ -128,6 +130,7 @@ func TestInterruptedSweepGivesBackOnce(t *testing.T) {
 // answers 201. A stocktake makes an intent whose take was applied active,
 // and its late retry answers it.
 func TestRetryAfterACutOffReservationTakesOnce(t *testing.T) {
+	t.Parallel()
 	const product = 54
 	a := newTestAPI(t, apiOptions{})
 	a.setInventory(product, 5, 0)
@@ -168,6 +171,7 @@ func TestRetryAfterACutOffReservationTakesOnce(t *testing.T) {
 // is between its warehouse read and write waits for the reservation's lock,
 // so neither overwrites the other.
 func TestStocktakeWaitsForTheGuard(t *testing.T) {
+	t.Parallel()
 	const product = 55
 	a := newTestAPI(t, apiOptions{})
 	a.setInventory(product, 5, 0)

@@ -67,6 +67,7 @@ func routerOperations(t *testing.T, h http.Handler) map[string]bool {
 // TestOpenAPIMatchesRouter checks openapi.yaml documents exactly the routes
 // of the router, the admin API's included, method by method.
 func TestOpenAPIMatchesRouter(t *testing.T) {
+	t.Parallel()
 	h, err := NewHandler(HandlerConfig{Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +107,7 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 // TestOpenAPIProblemTypes checks every problem type the API can answer is
 // listed in openapi.yaml's Problem description, except the admin API's own.
 func TestOpenAPIProblemTypes(t *testing.T) {
+	t.Parallel()
 	adminOnly := map[string]bool{"/problems/unauthorized": true, "/problems/admin-disabled": true}
 	for typ := range problemTypes {
 		if !adminOnly[typ] && !bytes.Contains(openAPI, []byte(typ)) {

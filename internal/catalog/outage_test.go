@@ -14,6 +14,7 @@ import (
 // with 503 busy and Retry-After (never 500), and everything works again
 // once Redis is back.
 func TestRedisOutage(t *testing.T) {
+	t.Parallel()
 	const product = 51
 	a := newTestAPI(t, apiOptions{lockWait: time.Second})
 	a.setInventory(product, 10, 0)

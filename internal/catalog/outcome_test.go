@@ -16,6 +16,7 @@ import (
 // answer is 503 "retry with the same key", counted as unknown, and that
 // retry finds the reservation.
 func TestReserveAnswersWhatTheCommitDid(t *testing.T) {
+	t.Parallel()
 	const product = 45
 	a := newTestAPI(t, apiOptions{})
 	a.setInventory(product, 10, 0)
@@ -60,6 +61,7 @@ func TestReserveAnswersWhatTheCommitDid(t *testing.T) {
 // before it writes (not paused: it notices) writes nothing; nothing was
 // committed under its key, so the answer is 409 fenced.
 func TestReserveLockLostBeforeCommitIs409(t *testing.T) {
+	t.Parallel()
 	const product = 46
 	a := newTestAPI(t, apiOptions{}) // the lock is lost when its 2s TTL runs out
 	a.setInventory(product, 10, 0)
@@ -102,6 +104,7 @@ func (a *testAPI) loseTheLock(t *testing.T) {
 // unknown, never 409 fenced ("nothing was recorded"), and the retry finds
 // it. Before the saga it answered 409 fenced.
 func TestAnUnknownOutcomeIsNeverARefusal(t *testing.T) {
+	t.Parallel()
 	const product = 47
 	a := newTestAPI(t, apiOptions{}) // the lock is lost when its 2s TTL runs out
 	a.setInventory(product, 10, 0)
@@ -133,6 +136,7 @@ func TestAnUnknownOutcomeIsNeverARefusal(t *testing.T) {
 // saga a cancel looked nothing up: it answered 500, or 409 fenced when the
 // lock expired meanwhile, while the reservation was cancelled.
 func TestCancelAnswersWhatTheCommitDid(t *testing.T) {
+	t.Parallel()
 	const product = 49
 	a := newTestAPI(t, apiOptions{})
 	a.setInventory(product, 10, 0)
@@ -179,6 +183,7 @@ func (a *testAPI) terminateOthers(t *testing.T) {
 // finishes it with every unit accounted for. Before the saga the
 // reservation answered 500.
 func TestACutConnectionIsNever500(t *testing.T) {
+	t.Parallel()
 	const product = 56
 	a := newTestAPI(t, apiOptions{})
 	a.setInventory(product, 10, 0)

@@ -65,6 +65,7 @@ func readmeCalls(t *testing.T, token string) []curlCall {
 // against a fresh API, and checks each answers the status written beside
 // it and matches openapi.yaml.
 func TestReadmeExamples(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	calls := readmeCalls(t, testAdminToken)
 	if len(calls) < 8 {

@@ -13,6 +13,7 @@ import (
 // against 50 units of stock: exactly 50 succeed, the others are refused
 // with insufficient-stock, and the table and the metrics agree.
 func TestAPIReserveNoOversell(t *testing.T) {
+	t.Parallel()
 	const (
 		product  = 31
 		stock    = 50
@@ -74,6 +75,7 @@ func TestAPIReserveNoOversell(t *testing.T) {
 // key: one reservation is made, every answer carries it, and the stock is
 // taken once. The key then refuses another quantity or product.
 func TestAPIReserveIdempotent(t *testing.T) {
+	t.Parallel()
 	const (
 		product  = 32
 		qty      = 3
@@ -157,6 +159,7 @@ func TestAPIReserveIdempotent(t *testing.T) {
 // TestReserveCancel checks cancelling returns the stock, is idempotent, and
 // answers 404 for an unknown reservation.
 func TestAPIReserveCancel(t *testing.T) {
+	t.Parallel()
 	const product = 33
 	a := newTestAPI(t, apiOptions{})
 	a.setInventory(product, 10, 0)

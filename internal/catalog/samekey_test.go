@@ -21,6 +21,7 @@ import (
 // record them (orphaned), and A's answer says nothing was reserved while B
 // reserved it.
 func TestAStaleAttemptLeavesItsKeysNewerAttemptAlone(t *testing.T) {
+	t.Parallel()
 	const (
 		product = 45
 		qty     = 3

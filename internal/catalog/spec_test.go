@@ -141,6 +141,7 @@ func (c *specCheck) checkProblem(t reporter, method, target string, rec *httptes
 // undocumented status and a request the API accepted but the document
 // forbids all fail it.
 func TestSpecCheckCatchesDrift(t *testing.T) {
+	t.Parallel()
 	c := newSpecCheck(t)
 	answer := func(status int, body string, header ...string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()

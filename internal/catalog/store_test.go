@@ -129,6 +129,7 @@ func newProduct(t *testing.T, db *pgxpool.Pool, categoryID int64, name, descript
 }
 
 func TestStoreReads(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, db := seededStore(t)
 
@@ -540,6 +541,7 @@ func independentTop(t *testing.T, db *pgxpool.Pool, cat int64) []catalog.TopProd
 }
 
 func TestUpdateProduct(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := seededStore(t)
 	before, err := s.Product(ctx, 11)
@@ -618,6 +620,7 @@ func inventoryOf(t *testing.T, s *catalog.Store, productID int64) catalog.Invent
 }
 
 func TestReserve(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, db := seededReservingStore(t, nil)
 	setStock(t, db, 1, 10)
@@ -736,6 +739,7 @@ func TestReserve(t *testing.T) {
 }
 
 func TestReserveConcurrentSameKey(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, db := seededReservingStore(t, nil)
 	setStock(t, db, 1, 100)
@@ -782,6 +786,7 @@ func TestReserveConcurrentSameKey(t *testing.T) {
 // unique constraint and must answer with the winner's reservation (same
 // product) or ErrIdempotencyMismatch (other product), never a raw error.
 func TestReserveConcurrentSameKeyTwoProducts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, db := seededReservingStore(t, nil)
 	setStock(t, db, 1, 100)
@@ -843,6 +848,7 @@ func TestReserveConcurrentSameKeyTwoProducts(t *testing.T) {
 // token overtook, so no units are oversold and the warehouse's count stays
 // exact.
 func TestReserveFencedNoOversell(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, db := seededReservingStore(t, nil)
 	setStock(t, db, 4, 10)
@@ -879,6 +885,7 @@ func TestReserveFencedNoOversell(t *testing.T) {
 }
 
 func TestCancelReservation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, db := seededReservingStore(t, nil)
 	setStock(t, db, 1, 10)
@@ -979,6 +986,7 @@ func TestCancelReservation(t *testing.T) {
 }
 
 func TestStoreObserverAndDelay(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var mu sync.Mutex
 	seen := map[string]int{}

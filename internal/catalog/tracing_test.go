@@ -91,6 +91,7 @@ func spanAttr(s sdktrace.ReadOnlySpan, key string) string {
 // spans under it; its log lines carry the trace and span ids; its latency
 // is an exemplar with the trace id, which /metrics shows in OpenMetrics.
 func TestTracesFollowARequest(t *testing.T) {
+	t.Parallel()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
@@ -161,6 +162,7 @@ func TestTracesFollowARequest(t *testing.T) {
 // with the lock's acquisition under it; a request that comes without a
 // traceparent, with the API sampling none, leaves no span.
 func TestReservationSpans(t *testing.T) {
+	t.Parallel()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
@@ -220,6 +222,7 @@ func grepLines(s, prefix string) string {
 // ignored: the request is answered as any other and its span starts a
 // trace of its own, with no parent.
 func TestHostileTraceparentsStartTraces(t *testing.T) {
+	t.Parallel()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })

@@ -59,6 +59,7 @@ func returnsBefore(t *testing.T, what string, limit time.Duration, f func()) {
 // at lockx's deadlines (Timeout 100ms), long before the client's own limits
 // (unbounded, 5s) could end them.
 func TestEveryCallIsBoundedByTimeout(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const timeout, wait = 100 * time.Millisecond, 200 * time.Millisecond
 	paused := redistest.RedisNodes(t, 1)[0]
@@ -94,6 +95,7 @@ func TestEveryCallIsBoundedByTimeout(t *testing.T) {
 // and releases on the other two before any call to it has run out of time,
 // and its watchdog keeps the lock.
 func TestRedlockWithAnUnreachableServer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	live := redistest.RedisNodes(t, 2)
 	var silent silentLog
@@ -137,6 +139,7 @@ func TestRedlockWithAnUnreachableServer(t *testing.T) {
 // New refuses a client that ignores context deadlines: a paused server
 // could hold its calls for the client's ReadTimeout and retries.
 func TestNewRefusesAClientThatIgnoresDeadlines(t *testing.T) {
+	t.Parallel()
 	node := redistest.Redis(t)
 	opt := node.Options()
 	opt.ContextTimeoutEnabled = false

@@ -19,6 +19,7 @@ import (
 // take Timeout: a SafetyMargin that would tell the holder the lock is lost
 // before it can be back is refused.
 func TestNewRefusesASafetyMarginWithoutRoomForTheFirstExtension(t *testing.T) {
+	t.Parallel()
 	node := redistest.Redis(t)
 	opts := Options{Name: "edge", TTL: 300 * time.Millisecond, Timeout: 90 * time.Millisecond, SafetyMargin: 110 * time.Millisecond}
 	if _, err := New(clients(t, node), opts); err == nil || !strings.Contains(err.Error(), "first extension") {
@@ -36,6 +37,7 @@ func TestNewRefusesASafetyMarginWithoutRoomForTheFirstExtension(t *testing.T) {
 // margin of 2.9s; a loaded machine only makes it later. The call's Timeout
 // (990ms) leaves it 690ms more to answer.
 func TestAQuorumWonTooLateIsNotALock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	rdb := node.Client()
@@ -89,6 +91,7 @@ func TestAcquireOverrunsWaitByAtMostTimeout(t *testing.T) {
 
 // TryAcquire makes one attempt: a held lock is ErrNotAcquired at once.
 func TestTryAcquireMakesOneAttempt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	l, _ := newLocker(t, clients(t, node), Options{Name: "edge", TTL: 10 * time.Second, Wait: time.Minute})
@@ -116,6 +119,7 @@ func TestTryAcquireMakesOneAttempt(t *testing.T) {
 // Release needs no live context: a request that ended still releases its
 // lock.
 func TestReleaseAfterTheRequestEnded(t *testing.T) {
+	t.Parallel()
 	node := redistest.Redis(t)
 	l, _ := newLocker(t, clients(t, node), Options{Name: "edge", TTL: 10 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -135,6 +139,7 @@ func TestReleaseAfterTheRequestEnded(t *testing.T) {
 
 // lockx_held_seconds observes a lost lock when it is lost, once.
 func TestHeldSecondsObservesLostLocks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	l, reg := newLocker(t, clients(t, node), Options{Name: "edge", TTL: quickTTL, Timeout: quickTimeout})

@@ -33,6 +33,7 @@ func takeTokens(t *testing.T, l *Locker, resource string, n int, after int64) in
 // A restart that brings back an older counter (an RDB snapshot taken
 // before the last acquisitions) must not re-issue tokens.
 func TestTokensIncreaseAfterARestartFromASnapshot(t *testing.T) {
+	t.Parallel()
 	node := redistest.RedisNodes(t, 1)[0]
 	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: 10 * time.Second})
 	last := takeTokens(t, l, "r", 3, 0)
@@ -46,6 +47,7 @@ func TestTokensIncreaseAfterARestartFromASnapshot(t *testing.T) {
 // issues larger tokens: the counters the raise wrote are gone, and only the
 // servers' clocks remember.
 func TestRedlockTokensIncreaseWithAMajorityRestoredFromSnapshots(t *testing.T) {
+	t.Parallel()
 	nodes := redistest.RedisNodes(t, 3)
 	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "fence", TTL: 10 * time.Second, Wait: 10 * time.Second})
 	last := takeTokens(t, l, "r", 3, 0)
@@ -64,6 +66,7 @@ func TestRedlockTokensIncreaseWithAMajorityRestoredFromSnapshots(t *testing.T) {
 // The fence counter expires (so idle resources do not fill Redis), and a
 // missing counter restarts from the clock, above every token before it.
 func TestFenceCounterExpiresAndRestartsAboveTheLastToken(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.RedisNodes(t, 1)[0]
 	rdb := node.Client()
@@ -90,6 +93,7 @@ func TestFenceCounterExpiresAndRestartsAboveTheLastToken(t *testing.T) {
 // Tokens issued faster than the clock ticks still increase: the counter
 // runs ahead of the clock and the clock catches up.
 func TestTokensIncreaseFasterThanTheClock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.RedisNodes(t, 1)[0]
 	rdb := node.Client()

@@ -79,6 +79,7 @@ func get(t *testing.T, ch <-chan acquired) *Lock {
 // Waiters get the lock in the order they queued, straight from Release: the
 // release script sets the lock to the next waiter's token.
 func TestHandOverGoesToWaitersInArrivalOrder(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	holder := handOverLocker(t, node, time.Second)
@@ -129,6 +130,7 @@ func TestHandOverGoesToWaitersInArrivalOrder(t *testing.T) {
 // A waiter that gives up (its Wait ends, or its context) leaves the queue;
 // the next release hands nothing to it and the lock is free.
 func TestHandOverForgetsAWaiterThatGaveUp(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	a := handOverLocker(t, node, time.Second)
@@ -162,6 +164,7 @@ func TestHandOverForgetsAWaiterThatGaveUp(t *testing.T) {
 // lost its connection) is skipped; one that is handed the lock as it gives
 // up passes it on when it leaves.
 func TestHandOverSkipsExpiredWaitersAndPassesOnWhenLeaving(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	rdb := node.Client()
@@ -200,6 +203,7 @@ func TestHandOverSkipsExpiredWaitersAndPassesOnWhenLeaving(t *testing.T) {
 // attempt and holds it from then on, with a fresh TTL and the token the
 // hand-over issued.
 func TestHandOverWithoutTheMessage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	rdb := node.Client()
@@ -235,6 +239,7 @@ func TestHandOverWithoutTheMessage(t *testing.T) {
 // TTL runs out (the cost Options.HandOver documents), then the next waiter
 // takes it.
 func TestHandOverToACrashedWaiterCostsOneTTL(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	rdb := node.Client()
@@ -260,6 +265,7 @@ func TestHandOverToACrashedWaiterCostsOneTTL(t *testing.T) {
 }
 
 func TestHandOverNeedsOneServer(t *testing.T) {
+	t.Parallel()
 	nodes := clients(t, redistest.Redis(t), redistest.Redis(t))
 	_, err := New(nodes, Options{Name: "ho", HandOver: true})
 	if err == nil || !strings.Contains(err.Error(), "single server") {
@@ -270,6 +276,7 @@ func TestHandOverNeedsOneServer(t *testing.T) {
 // A waiter handed the lock gets it from the release's message, with no
 // attempt of its own (its pauses between attempts are a minute long).
 func TestHandOverNeedsNoAttemptOfTheWaiter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	opts := Options{Name: "ho", TTL: 10 * time.Second, Wait: 2 * time.Minute, HandOver: true, RetryMin: time.Minute, RetryMax: time.Minute}
@@ -302,6 +309,7 @@ func TestHandOverNeedsNoAttemptOfTheWaiter(t *testing.T) {
 // from the extension; after a recent attempt it is not. The moment of the
 // last attempt is an argument of handedOver, so no time has to pass.
 func TestHandOverExtendsWhenTheLastAttemptIsOld(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	rdb := node.Client()
@@ -363,6 +371,7 @@ func pendingWakeups(l *Locker, resource string) int {
 // up, which passes the lock on; the hand-over's message, still buffered,
 // must not then make Acquire return a lock that nobody holds.
 func TestHandOverNeverReturnsALockNobodyHolds(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	rdb := node.Client()

@@ -17,6 +17,7 @@ import (
 // lock set to the caller's own holder token, and that is a success, with
 // the token the first run issued.
 func TestAcquireAfterALostReplyAndARetryHoldsTheLock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	rdb := node.Client()
@@ -58,6 +59,7 @@ func TestAcquireAfterALostReplyAndARetryHoldsTheLock(t *testing.T) {
 // the next attempt of the same Acquire instead of blocking it for a TTL:
 // Acquire holds the lock after two attempts.
 func TestAcquireAdoptsAnAttemptThatRanLate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	rdb := node.Client()

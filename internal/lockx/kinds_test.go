@@ -45,6 +45,7 @@ func overKind(t testing.TB, nodes []redis.UniversalClient) []redis.UniversalClie
 // (tokens, validity, the watchdog's timing, metrics, spans, scripts), which
 // the kind does not change; notOverAutoPipeliner gives each its reason.
 func TestOverAutoPipeliner(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		run  func(*testing.T)
@@ -122,6 +123,7 @@ var notOverAutoPipeliner = map[string]string{
 // TestOverAutoPipelinerListsEveryTest makes every test choose: a new test
 // runs over both kinds of client or is left out with a reason.
 func TestOverAutoPipelinerListsEveryTest(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*_test.go")
 	if err != nil {
 		t.Fatal(err)

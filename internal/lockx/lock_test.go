@@ -13,6 +13,7 @@ import (
 )
 
 func TestAcquireExcludesAndTokensIncrease(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	a, _ := newLocker(t, clients(t, node), Options{Name: "sku", TTL: 10 * time.Second, Wait: 50 * time.Millisecond})
@@ -52,6 +53,7 @@ func TestAcquireExcludesAndTokensIncrease(t *testing.T) {
 }
 
 func TestAcquireReturnsContextError(t *testing.T) {
+	t.Parallel()
 	node := redistest.Redis(t)
 	l, reg := newLocker(t, clients(t, node), Options{Name: "ctx", TTL: 10 * time.Second, Wait: time.Minute})
 	held, err := l.Acquire(context.Background(), "r")
@@ -71,6 +73,7 @@ func TestAcquireReturnsContextError(t *testing.T) {
 }
 
 func TestReleaseLeavesAnotherHoldersLockAlone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	l, _ := newLocker(t, clients(t, node), Options{Name: "own", TTL: 10 * time.Second, NoWatchdog: true})
@@ -96,6 +99,7 @@ func TestReleaseLeavesAnotherHoldersLockAlone(t *testing.T) {
 const quickTTL, quickTimeout = 3 * time.Second, 900 * time.Millisecond
 
 func TestWatchdogKeepsTheLockAlive(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	l, _ := newLocker(t, clients(t, node), Options{Name: "dog", TTL: quickTTL, Timeout: quickTimeout})
@@ -121,6 +125,7 @@ func TestWatchdogKeepsTheLockAlive(t *testing.T) {
 }
 
 func TestExtensionThatFindsTheLockGoneLosesIt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	l, _ := newLocker(t, clients(t, node), Options{Name: "gone", TTL: quickTTL, Timeout: quickTimeout})
@@ -148,6 +153,7 @@ func TestExtensionThatFindsTheLockGoneLosesIt(t *testing.T) {
 // take the lock. The safety margin (1.6s) is the time the test has, once
 // told, to see the key still there.
 func TestPausedServerLosesTheLockBeforeItExpires(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.RedisNodes(t, 1)[0]
 	const ttl = 4 * time.Second
@@ -206,6 +212,7 @@ func TestNoGoroutineOutlivesRelease(t *testing.T) {
 }
 
 func TestDoReturnsTheFunctionsErrorAndTheLoss(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	l, _ := newLocker(t, clients(t, node), Options{Name: "do", TTL: quickTTL, Timeout: quickTimeout})
@@ -229,6 +236,7 @@ func TestDoReturnsTheFunctionsErrorAndTheLoss(t *testing.T) {
 }
 
 func TestWaiterIsWokenByRelease(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	// Backoff of 30-60s: a waiter that acquires within the test's 25s was

@@ -13,6 +13,7 @@ import (
 )
 
 func TestMetricsShowContention(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.Redis(t)
 	reg := prometheus.NewRegistry()

@@ -31,6 +31,7 @@ func silentOptions(name string) Options {
 // wake-up subscription it needs: three Acquires of a held lock give up when
 // Wait ends, before any call to the paused server has run out of time.
 func TestPausedFirstServerDoesNotStallAWaiter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	nodes := redistest.RedisNodes(t, 3)
 	opts := silentOptions("paused")
@@ -61,6 +62,7 @@ func TestPausedFirstServerDoesNotStallAWaiter(t *testing.T) {
 // server has run out of time, whether it is the first server (whose Pub/Sub
 // wakes waiters) or the last.
 func TestPausedMinorityCostsNoTimeout(t *testing.T) {
+	t.Parallel()
 	for _, paused := range []int{0, 2} {
 		t.Run(fmt.Sprintf("server%d", paused), func(t *testing.T) {
 			ctx := context.Background()
@@ -93,6 +95,7 @@ func TestPausedMinorityCostsNoTimeout(t *testing.T) {
 // takes the lock as soon as server 2 lets it go, while its first call to the
 // paused server is still unanswered.
 func TestASilentServersVoteIsNotWaitedFor(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	nodes := redistest.RedisNodes(t, 3)
 	var silent silentLog
@@ -185,6 +188,7 @@ func contend(l *Locker) contention {
 // for chance). What a paused server does cost, attempts and waits against
 // the control's, is logged (docs/lockx.md#a-paused-or-unreachable-minority).
 func TestPausedMinorityUnderContention(t *testing.T) {
+	t.Parallel()
 	opts := silentOptions("contended")
 	opts.Wait, opts.NoWatchdog = 2*silentTimeout, true
 	trios := []struct {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestRedlockAcquiresWithAMinorityKilled(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	nodes := redistest.RedisNodes(t, 5)
 	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: 10 * time.Second, Wait: 10 * time.Second})
@@ -42,6 +43,7 @@ func TestRedlockAcquiresWithAMinorityKilled(t *testing.T) {
 }
 
 func TestRedlockFailsWithAMajorityKilled(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	nodes := redistest.RedisNodes(t, 5)
 	l, _ := newLocker(t, clients(t, nodes...), Options{Name: "rl", TTL: 10 * time.Second, Wait: 300 * time.Millisecond})
@@ -67,6 +69,7 @@ func TestRedlockFailsWithAMajorityKilled(t *testing.T) {
 // With two of five servers paused, Acquire and Release are done before any
 // call to the paused servers has run out of time.
 func TestRedlockPausedMinorityDoesNotStallAcquire(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	nodes := redistest.RedisNodes(t, 5)
 	var silent silentLog
@@ -96,6 +99,7 @@ func TestRedlockPausedMinorityDoesNotStallAcquire(t *testing.T) {
 // script has answered, not before, which would leave the lock set there
 // until its TTL.
 func TestReleaseWaitsForALateAcquire(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	nodes := redistest.RedisNodes(t, 3)
 	var (
@@ -146,6 +150,7 @@ func TestReleaseWaitsForALateAcquire(t *testing.T) {
 }
 
 func TestRedlockWatchdogLosesWhenTheQuorumIsGone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	nodes := redistest.RedisNodes(t, 5)
 	// Each call gets 300ms: with 30ms calls (a TTL of 300ms) no extension
@@ -194,6 +199,7 @@ func TestRedlockWatchdogLosesWhenTheQuorumIsGone(t *testing.T) {
 }
 
 func TestFencingTokenSurvivesARestartThatLosesData(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	node := redistest.RedisNodes(t, 1)[0]
 	l, _ := newLocker(t, clients(t, node), Options{Name: "fence", TTL: 10 * time.Second})
@@ -222,6 +228,7 @@ func TestFencingTokenSurvivesARestartThatLosesData(t *testing.T) {
 // among several clients on 5 nodes; between handoffs nodes are killed and
 // restarted empty. Tokens must strictly increase in handoff order.
 func TestRedlockTokensIncreaseAcrossHandoffsWhileNodesRestart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	nodes := redistest.RedisNodes(t, 5)
 	var lockers []*Locker

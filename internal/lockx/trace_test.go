@@ -37,6 +37,7 @@ func attr(s sdktrace.ReadOnlySpan, key string) string {
 }
 
 func TestAcquireSpansTellResultAttemptsAndToken(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tp, rec := recorder(t)
 	l, _ := newLocker(t, clients(t, redistest.Redis(t)), Options{Name: "traced", TTL: 5 * time.Second, Wait: time.Second, TracerProvider: tp})
@@ -71,6 +72,7 @@ func TestAcquireSpansTellResultAttemptsAndToken(t *testing.T) {
 // A lock lost while held leaves a lockx.lost event on the span it was
 // acquired under: the holder's work.
 func TestLostLockIsAnEventOnTheHoldersSpan(t *testing.T) {
+	t.Parallel()
 	tp, rec := recorder(t)
 	l, _ := newLocker(t, clients(t, redistest.Redis(t)), Options{Name: "lose", TTL: quickTTL, Timeout: quickTimeout, NoWatchdog: true, TracerProvider: tp})
 	ctx, work := tp.Tracer("test").Start(context.Background(), "work")
@@ -95,6 +97,7 @@ func TestLostLockIsAnEventOnTheHoldersSpan(t *testing.T) {
 }
 
 func TestAcquireWaitExemplarIsTheCallersTrace(t *testing.T) {
+	t.Parallel()
 	tp, _ := recorder(t)
 	l, reg := newLocker(t, clients(t, redistest.Redis(t)), Options{Name: "exemplar", TTL: 5 * time.Second})
 	ctx, span := tp.Tracer("test").Start(context.Background(), "request")
@@ -130,6 +133,7 @@ func TestDependsOnTheOtelAPIOnly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
@@ -146,6 +150,7 @@ func TestDependsOnTheOtelAPIOnly(t *testing.T) {
 // caller chose not to sample starts no span, even under a sampler that
 // would record it (a parent-based one would not).
 func TestNoAcquireSpanUnderAnUnsampledParent(t *testing.T) {
+	t.Parallel()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
