@@ -39,6 +39,7 @@ type config struct {
 	healthURL       string
 	autoPipeline    bool
 	reuseDecoded    int
+	cacheTimeout    time.Duration
 	nearCache       bool
 	otlpEndpoint    string
 	traceSample     float64
@@ -124,6 +125,8 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (s
 	var sample string
 	fs.StringVar(&sample, "trace-sample", env("TRACE_SAMPLE", "0.1"), "fraction of the traces that start at the API to keep, 0 to 1; a caller's traceparent decides for its own (env TRACE_SAMPLE)")
 	fs.BoolVar(&c.autoPipeline, "redis-autopipeline", envBool("REDIS_AUTOPIPELINE", true), "batch the caches' Redis commands with other requests' while requests overlap, and the lock's always, through go-redis's AutoPipeliner (env REDIS_AUTOPIPELINE: "+boolValues+")")
+	var cacheTimeout string
+	fs.StringVar(&cacheTimeout, "cache-timeout", env("CACHE_TIMEOUT", "100ms"), "how long a cache call waits for Redis before it reads through to Postgres, from 1ms to 10s; the caches' client's dial, read and write timeouts equal it (env CACHE_TIMEOUT)")
 	var reuse string
 	fs.StringVar(&reuse, "reuse-decoded", env("REUSE_DECODED", "4096"), "how many product and category-stats values to keep decoded for hits on an unchanged entry; 0 turns it off (env REUSE_DECODED)")
 	fs.BoolVar(&c.nearCache, "near-cache", envBool("NEAR_CACHE", false), "serve product and category-stats hits from process memory, kept fresh by Redis's invalidation pushes (go-redis client-side caching; a read after another instance's write is stale for at most "+nearMaxStaleness.String()+"); needs REDIS_URL's one server, not a cluster (env NEAR_CACHE: "+boolValues+")")
@@ -149,7 +152,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (s
 	if err := errors.Join(envErrs...); err != nil {
 		return "", config{}, err
 	}
-	if err := c.parseDurations(holdTTL, sweepEvery, pendingAge); err != nil {
+	if err := c.parseDurations(holdTTL, sweepEvery, pendingAge, cacheTimeout); err != nil {
 		return "", config{}, err
 	}
 	if c.reuseDecoded, err = strconv.Atoi(reuse); err != nil || c.reuseDecoded < 0 || c.reuseDecoded > 1<<20 {
@@ -217,9 +220,10 @@ func checkCluster(clusterURL string, redisURLSet bool, lockURLs string) error {
 	return nil
 }
 
-// parseDurations sets the reservations' durations: the hold TTL and the
-// pending age at least 1s, the sweep's period positive.
-func (c *config) parseDurations(holdTTL, sweepEvery, pendingAge string) error {
+// parseDurations sets the durations: the reservations' hold TTL and
+// pending age at least 1s, the sweep's period positive, the cache timeout
+// from 1ms to 10s.
+func (c *config) parseDurations(holdTTL, sweepEvery, pendingAge, cacheTimeout string) error {
 	var errs []error
 	parse := func(name, s string, min time.Duration) time.Duration {
 		d, err := time.ParseDuration(s)
@@ -231,6 +235,9 @@ func (c *config) parseDurations(holdTTL, sweepEvery, pendingAge string) error {
 	c.holdTTL = parse("hold-ttl", holdTTL, time.Second)
 	c.sweepEvery = parse("sweep-every", sweepEvery, time.Millisecond)
 	c.pendingAge = parse("pending-age", pendingAge, time.Second)
+	if c.cacheTimeout = parse("cache-timeout", cacheTimeout, time.Millisecond); c.cacheTimeout > 10*time.Second {
+		errs = append(errs, fmt.Errorf("-cache-timeout must be at most 10s, got %q", cacheTimeout))
+	}
 	return errors.Join(errs...)
 }
 

@@ -16,7 +16,7 @@ import (
 // the api accepts, and every flag.
 func TestHelp(t *testing.T) {
 	wantCommands := []string{"serve", "migrate", "seed", "healthcheck", "help"}
-	wantFlags := []string{"admin-token", "database-url", "drain", "hold-ttl", "http-addr", "lock-redis-urls", "log-format",
+	wantFlags := []string{"admin-token", "cache-timeout", "database-url", "drain", "hold-ttl", "http-addr", "lock-redis-urls", "log-format",
 		"log-level", "migrate", "pending-age", "redis-autopipeline", "redis-cluster-url", "redis-url", "reservation-mode", "reuse-decoded", "scale", "sweep-every", "url"}
 	commandLine := regexp.MustCompile(`^  ([a-z]+) +\S`)
 	for _, args := range [][]string{{"-h"}, {"-help"}, {"--help"}, {"help"}, {"serve", "-h"}, {"seed", "--help"}, {"help", "-h"}} {
@@ -152,6 +152,23 @@ func TestReuseDecodedSetting(t *testing.T) {
 		_, _, err := parseConfig(nil, func(k string) string { return map[string]string{"REUSE_DECODED": value}[k] }, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "reuse-decoded") {
 			t.Errorf("REUSE_DECODED=%q: %v, want an error naming -reuse-decoded", value, err)
+		}
+	}
+}
+
+// TestCacheTimeoutSetting: CACHE_TIMEOUT takes a duration from 1ms to 10s,
+// 100ms when unset, and refuses anything else by name.
+func TestCacheTimeoutSetting(t *testing.T) {
+	for value, want := range map[string]time.Duration{"": 100 * time.Millisecond, "1ms": time.Millisecond, "1s": time.Second, "10s": 10 * time.Second} {
+		_, c, err := parseConfig(nil, func(k string) string { return map[string]string{"CACHE_TIMEOUT": value}[k] }, io.Discard)
+		if err != nil || c.cacheTimeout != want {
+			t.Errorf("CACHE_TIMEOUT=%q: %v, %v; want %v", value, c.cacheTimeout, err, want)
+		}
+	}
+	for _, value := range []string{"0", "-1s", "999us", "11s", "100", "soon", "1s\x00"} {
+		_, _, err := parseConfig(nil, func(k string) string { return map[string]string{"CACHE_TIMEOUT": value}[k] }, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "cache-timeout") {
+			t.Errorf("CACHE_TIMEOUT=%q: %v, want an error naming -cache-timeout", value, err)
 		}
 	}
 }

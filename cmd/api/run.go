@@ -127,10 +127,11 @@ const lockTTL = 5 * time.Second
 // redisClient opens a client whose every call is bounded by the caller's
 // context deadline (cachex and lockx refuse a client without), with one
 // dial attempt so a dead Redlock node fails fast. The read/write timeouts
-// equal the package's Timeout (the cache's 100ms, the lock's TTL/10) as
+// are timeout, the package's Timeout (-cache-timeout, the lock's TTL/10) as
 // well, so that a hung server frees an AutoPipeliner's stream as soon as
-// the callers gave up (docs/lockx.md#clients).
-func redisClient(url string, forLock bool) (*redis.Client, error) {
+// the callers gave up (docs/lockx.md#clients); dial bounds a dial (0:
+// go-redis's default).
+func redisClient(url string, timeout, dial time.Duration) (*redis.Client, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("redis url %q: %w", url, err)
@@ -138,22 +139,18 @@ func redisClient(url string, forLock bool) (*redis.Client, error) {
 	// One dial attempt, no command retries: a dead Redis must cost a call
 	// its timeout once, not go-redis's retries and backoff (seconds).
 	opt.DialerRetries, opt.MaxRetries, opt.ContextTimeoutEnabled = 1, -1, true
-	if forLock {
-		opt.ReadTimeout, opt.WriteTimeout = lockTTL/10, lockTTL/10
-	} else {
-		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
-	}
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = dial, timeout, timeout
 	return redis.NewClient(opt), nil
 }
 
 // cacheClient opens the caches' client: a Redis Cluster's when
 // REDIS_CLUSTER_URL is set, else REDIS_URL's one server, with the same
-// bounds as redisClient's cache client (context deadlines honoured, 100ms
-// timeouts per node, one dial attempt, no command retries; a cluster still
+// bounds as redisClient's cache client (context deadlines honoured,
+// -cache-timeout per node, one dial attempt, no command retries; a cluster still
 // follows MOVED and ASK redirects).
 func cacheClient(cfg config) (redis.UniversalClient, error) {
 	if cfg.redisClusterURL == "" {
-		c, err := redisClient(cfg.redisURL, false)
+		c, err := redisClient(cfg.redisURL, cfg.cacheTimeout, cfg.cacheTimeout)
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +161,7 @@ func cacheClient(cfg config) (redis.UniversalClient, error) {
 		return nil, fmt.Errorf("redis cluster url %q: %w", cfg.redisClusterURL, err)
 	}
 	opt.DialerRetries, opt.MaxRetries, opt.ContextTimeoutEnabled = 1, -1, true
-	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = cfg.cacheTimeout, cfg.cacheTimeout, cfg.cacheTimeout
 	return redis.NewClusterClient(opt), nil
 }
 
@@ -185,7 +182,7 @@ func nearClient(cfg config, reg prometheus.Registerer) (*redis.Client, error) {
 		return nil, fmt.Errorf("redis url %q: %w", cfg.redisURL, err)
 	}
 	opt.DialerRetries, opt.MaxRetries, opt.ContextTimeoutEnabled, opt.Protocol = 1, -1, true, 3
-	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = cfg.cacheTimeout, cfg.cacheTimeout, cfg.cacheTimeout
 	cc := redis.ClientSideCacheConfig{MaxEntries: 50_000, MaxStaleness: nearMaxStaleness}
 	opt.ClientSideCache, opt.ClientSideCacheConfig = redis.NewLocalCache(cc), &cc // the LocalCache counts invalidations
 	c := redis.NewClient(opt)
@@ -239,7 +236,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, sdk *sdktrace.Tr
 	}
 	var lockNodes []redis.UniversalClient
 	for _, u := range cfg.lockRedisURLs {
-		c, err := redisClient(u, true)
+		c, err := redisClient(u, lockTTL/10, 0)
 		if err != nil {
 			return err
 		}
@@ -296,7 +293,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, sdk *sdktrace.Tr
 	svc, err := catalog.NewService(catalog.Config{
 		Store: store, Warehouse: warehouse, Mode: cfg.mode, HoldTTL: cfg.holdTTL, PendingAge: cfg.pendingAge, GiveFirst: cfg.giveFirst,
 		Cache: cacheRedis, NearCache: near, Locker: locker, Faults: faults, Registerer: reg, Logger: log,
-		AutoPipeline: cfg.autoPipeline, ReuseDecoded: cfg.reuseDecoded, TracerProvider: tp,
+		AutoPipeline: cfg.autoPipeline, ReuseDecoded: cfg.reuseDecoded, TracerProvider: tp, CacheTimeout: cfg.cacheTimeout,
 	})
 	if err != nil {
 		return err
