@@ -23,7 +23,7 @@ TESTFLAGS = -race -count=1 -timeout 9m
 # fresh clone compiles every package again).
 TESTGOFLAGS = $(strip $(GOFLAGS) -trimpath)
 TESTPKGS = ./scripts/ ./deploy/ ./internal/loadgen/scenario/ ./internal/torture/ ./internal/catalog/ \
-	./internal/lockx/ ./internal/cachex/ ./cmd/api/ ./cmd/torture/ ./...
+	./internal/lockx/ ./cmd/api/ ./internal/cachex/ ./cmd/torture/ ./...
 # test-build: the tests that run the project's commands build them (go build,
 # without -race) several at once: built here first, they find every package
 # in the build cache instead of compiling the same ones side by side, which
