@@ -94,6 +94,7 @@ func FuzzDecodeReserveRequest(f *testing.F) {
 			IdempotencyKey string `json:"idempotency_key"`
 		}
 		_ = json.Unmarshal([]byte(body), &inBody)
+		inBody.IdempotencyKey, key = strings.TrimSpace(inBody.IdempotencyKey), strings.TrimSpace(key)
 		if inBody.IdempotencyKey != "" && req.IdempotencyKey != inBody.IdempotencyKey {
 			t.Fatalf("key %q, but the body says %q", req.IdempotencyKey, inBody.IdempotencyKey)
 		}

@@ -229,31 +229,38 @@ func (h *handlers) products(w http.ResponseWriter, r *http.Request) {
 // MaxBodyBytes, no unknown fields, field names matched exactly (encoding/json
 // alone would take "PRODUCT_ID" for "product_id"), nothing after it.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) (Problem, bool) {
+	_, p, ok := readBody(w, r, v)
+	return p, ok
+}
+
+// readBody is decodeBody that also returns the body as read, for a caller
+// that must see a field's raw JSON (see requestKey).
+func readBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, Problem, bool) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			return probBadRequest.with("Content-Type must be application/json"), false
+			return nil, probBadRequest.with("Content-Type must be application/json"), false
 		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return probTooLarge.with(fmt.Sprintf("at most %d bytes", MaxBodyBytes)), false
+			return nil, probTooLarge.with(fmt.Sprintf("at most %d bytes", MaxBodyBytes)), false
 		}
-		return probBadRequest.with("the body could not be read"), false
+		return nil, probBadRequest.with("the body could not be read"), false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return probBadRequest.with("invalid JSON body: " + jsonDetail(err)), false
+		return nil, probBadRequest.with("invalid JSON body: " + jsonDetail(err)), false
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return probBadRequest.with("the body must hold a single JSON object"), false
+		return nil, probBadRequest.with("the body must hold a single JSON object"), false
 	}
 	if name, ok := unknownName(body, v); !ok {
-		return probBadRequest.with(fmt.Sprintf("invalid JSON body: unknown field %q (names are case-sensitive)", truncate(name))), false
+		return nil, probBadRequest.with(fmt.Sprintf("invalid JSON body: unknown field %q (names are case-sensitive)", truncate(name))), false
 	}
-	return Problem{}, true
+	return body, Problem{}, true
 }
 
 // jsonDetail says what is wrong with a JSON body in the API's terms: field
@@ -553,20 +560,23 @@ func (h *handlers) search(w http.ResponseWriter, r *http.Request) {
 }
 
 // DecodeReserveRequest reads and validates a reservation request; the
-// Idempotency-Key header may carry the key instead of the body.
+// Idempotency-Key header may carry the key instead of the body, or as well
+// if both say the same (see requestKey).
 func DecodeReserveRequest(w http.ResponseWriter, r *http.Request) (ReserveRequest, Problem, bool) {
 	var req ReserveRequest
-	if p, ok := decodeBody(w, r, &req); !ok {
+	body, p, ok := readBody(w, r, &req)
+	if !ok {
 		return req, p, false
 	}
-	if req.IdempotencyKey == "" {
-		req.IdempotencyKey = r.Header.Get("Idempotency-Key")
-	}
+	key, keyProblem := requestKey(body, r.Header)
+	req.IdempotencyKey = key
 	switch {
 	case req.ProductID <= 0:
 		return req, probInvalid.with("product_id must be a positive integer"), false
 	case req.Quantity < 1 || req.Quantity > MaxQuantity:
 		return req, probInvalid.with(fmt.Sprintf("quantity must be within 1..%d", MaxQuantity)), false
+	case keyProblem != "":
+		return req, probInvalid.with(keyProblem), false
 	case req.IdempotencyKey == "" || !utf8.ValidString(req.IdempotencyKey) || utf8.RuneCountInString(req.IdempotencyKey) > MaxIdempotencyKeyLen ||
 		hasControl(req.IdempotencyKey, false):
 		return req, probInvalid.with(fmt.Sprintf("idempotency_key (or the Idempotency-Key header) is required: 1..%d characters of UTF-8 without NUL or control characters", MaxIdempotencyKeyLen)), false
