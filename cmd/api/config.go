@@ -30,7 +30,7 @@ type config struct {
 	holdTTL         time.Duration
 	sweepEvery      time.Duration
 	pendingAge      time.Duration
-	giveFirst       bool
+	flaws           catalog.Flaws
 	logLevel        slog.Level
 	logJSON         bool
 	migrate         bool
@@ -118,7 +118,8 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (s
 	var sweepEvery, pendingAge string
 	fs.StringVar(&sweepEvery, "sweep-every", env("SWEEP_EVERY", "10s"), "how often expired reservations are swept and cut-off sagas reconciled (env SWEEP_EVERY)")
 	fs.StringVar(&pendingAge, "pending-age", env("PENDING_AGE", catalog.DefaultPendingAge.String()), "how old a reservation's intent must be before the reconciler settles it, at least 1s (env PENDING_AGE)")
-	fs.BoolVar(&c.giveFirst, "give-first", envBool("GIVE_FIRST", false), "for checkers only: give a cancelled hold's units back before the catalog ends it, the order that sells units twice when cut off (env GIVE_FIRST)")
+	var flaws string
+	fs.StringVar(&flaws, "flaws", env("FLAWS", ""), "for checkers only: bugs the saga fixed, put back so that a checker can show it finds them, comma-separated: give-first (a cancel gives the units back before the catalog ends the hold), abandon-unlooked (a refused take removes its intent without looking up an earlier attempt's take) (env FLAWS)")
 	fs.StringVar(&level, "log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	fs.StringVar(&format, "log-format", env("LOG_FORMAT", "json"), "json (one object per line) or text (env LOG_FORMAT)")
 	fs.StringVar(&c.otlpEndpoint, "otlp-endpoint", env("OTEL_EXPORTER_OTLP_ENDPOINT", ""), "base URL of an OTLP/HTTP trace receiver such as Jaeger's (http://127.0.0.1:4318); empty: no tracing (env OTEL_EXPORTER_OTLP_ENDPOINT)")
@@ -150,6 +151,9 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (s
 		return "", config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if err := errors.Join(envErrs...); err != nil {
+		return "", config{}, err
+	}
+	if c.flaws, err = catalog.ParseFlaws(flaws); err != nil {
 		return "", config{}, err
 	}
 	if err := c.parseDurations(holdTTL, sweepEvery, pendingAge, cacheTimeout); err != nil {

@@ -291,7 +291,7 @@ func serve(ctx context.Context, cfg config, pool *pgxpool.Pool, sdk *sdktrace.Tr
 	warehouse := catalog.NewWarehouse(whPool, observe)
 
 	svc, err := catalog.NewService(catalog.Config{
-		Store: store, Warehouse: warehouse, Mode: cfg.mode, HoldTTL: cfg.holdTTL, PendingAge: cfg.pendingAge, GiveFirst: cfg.giveFirst,
+		Store: store, Warehouse: warehouse, Mode: cfg.mode, HoldTTL: cfg.holdTTL, PendingAge: cfg.pendingAge, Flaws: cfg.flaws,
 		Cache: cacheRedis, NearCache: near, Locker: locker, Faults: faults, Registerer: reg, Logger: log,
 		AutoPipeline: cfg.autoPipeline, ReuseDecoded: cfg.reuseDecoded, TracerProvider: tp, CacheTimeout: cfg.cacheTimeout,
 	})

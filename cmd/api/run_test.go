@@ -34,11 +34,11 @@ func TestParseConfig(t *testing.T) {
 	}
 	if cmd != "serve" || c.httpAddr != ":9999" || len(c.lockRedisURLs) != 3 || c.lockRedisURLs[1] != "redis://b:2" || !c.logJSON || c.adminToken != "t" ||
 		c.mode != catalog.ModeLock || c.holdTTL != 90*time.Second || c.sweepEvery != time.Second ||
-		c.pendingAge != catalog.DefaultPendingAge || c.giveFirst {
+		c.pendingAge != catalog.DefaultPendingAge || c.flaws != (catalog.Flaws{}) {
 		t.Fatalf("parsed %q %+v", cmd, c)
 	}
 	for _, bad := range [][]string{{"explode"}, {"-log-level", "loud"}, {"-log-format", "xml"}, {"serve", "extra"},
-		{"-reservation-mode", "Fenced"}, {"-hold-ttl", "1ms"}, {"-hold-ttl", "soon"}, {"-sweep-every", "0s"}, {"-pending-age", "10ms"}, {"-give-first=maybe"}} {
+		{"-reservation-mode", "Fenced"}, {"-hold-ttl", "1ms"}, {"-hold-ttl", "soon"}, {"-sweep-every", "0s"}, {"-pending-age", "10ms"}, {"-flaws", "give-first,typo"}} {
 		if _, _, err := parseConfig(bad, func(string) string { return "" }, io.Discard); err == nil {
 			t.Errorf("parseConfig(%q) accepted", bad)
 		}

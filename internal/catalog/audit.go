@@ -87,11 +87,11 @@ func Audit(ctx context.Context, db *pgxpool.Pool, products []int64) ([]Ledger, e
 
 const sqlAudit = `
 SELECT i.product_id, i.stock, i.reserved, w.available,
-    coalesce(sum(r.quantity) FILTER (WHERE r.status = 'active'), 0),
+    coalesce(sum(r.quantity) FILTER (WHERE r.status = ` + sqlActive + `), 0),
     coalesce(sum(r.quantity) FILTER (WHERE r.give_due AND g.move_key IS NULL), 0),
-    coalesce(sum(r.quantity) FILTER (WHERE r.status = 'pending' AND t.move_key IS NOT NULL), 0),
-    count(r.id) FILTER (WHERE r.status IN ('pending', 'active') AND g.move_key IS NOT NULL),
-    count(r.id) FILTER (WHERE r.status IN ('active', 'cancelled', 'expired') AND t.move_key IS NULL),
+    coalesce(sum(r.quantity) FILTER (WHERE r.status = ` + sqlPending + ` AND t.move_key IS NOT NULL), 0),
+    count(r.id) FILTER (WHERE r.status IN (` + sqlPending + `, ` + sqlActive + `) AND g.move_key IS NOT NULL),
+    count(r.id) FILTER (WHERE r.status <> ` + sqlPending + ` AND t.move_key IS NULL),
     (SELECT coalesce(sum(m.units), 0) FROM warehouse_moves m
      WHERE m.product_id = i.product_id AND m.move_key LIKE 'take:%'
        AND NOT EXISTS (SELECT FROM reservations x WHERE 'take:' || x.idempotency_key = m.move_key))

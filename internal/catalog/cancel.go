@@ -25,13 +25,13 @@ type endFunc func(ctx context.Context, id int64) (Reservation, bool, error)
 // endHold ends hold id with end, then gives its units back if that is due;
 // ended is end's.
 func (s *Service) endHold(ctx context.Context, id int64, end endFunc) (r Reservation, ended bool, err error) {
-	if s.giveFirst {
+	if s.flaws.GiveFirst {
 		return s.endGiveFirst(ctx, id, end)
 	}
 	r, ended, err = end(ctx, id)
 	if err != nil && !definite(err) {
 		ended = false
-		r, err = s.settleEnd(ctx, id, err)
+		r, err = s.lookUpEnd(ctx, id, err)
 	}
 	if err == nil && r.GiveDue {
 		s.give(ctx, r)
@@ -39,10 +39,10 @@ func (s *Service) endHold(ctx context.Context, id int64, end endFunc) (r Reserva
 	return r, ended, err
 }
 
-// settleEnd learns what an end whose commit failed with cause did, on a
+// lookUpEnd learns what an end whose commit failed with cause did, on a
 // context of its own: the reservation if it ended, ErrOutcomeUnknown if it
 // is still active or cannot be read.
-func (s *Service) settleEnd(ctx context.Context, id int64, cause error) (Reservation, error) {
+func (s *Service) lookUpEnd(ctx context.Context, id int64, cause error) (Reservation, error) {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	r, err := s.store.Reservation(lctx, id)
@@ -78,29 +78,5 @@ func (s *Service) giveUnder(ctx context.Context, r Reservation) error {
 	if err := s.warehouse.Give(g.ctx, giveMove(r), g.fence); err != nil {
 		return err
 	}
-	return s.store.Settle(ctx, r.ID)
-}
-
-// endGiveFirst is the order of effects before the saga: the warehouse
-// takes the units back before the catalog ends the hold, so a cut between
-// the two leaves an active hold whose units are free to sell again. It
-// exists only to prove that the checkers catch it (Config.GiveFirst).
-func (s *Service) endGiveFirst(ctx context.Context, id int64, end endFunc) (Reservation, bool, error) {
-	r, err := s.store.Reservation(ctx, id)
-	if err != nil || r.Status != StatusActive {
-		return r, false, err
-	}
-	g, err := s.guard(ctx, r.ProductID)
-	if err != nil {
-		return Reservation{}, false, err
-	}
-	defer g.release()
-	if err := s.warehouse.Give(g.ctx, giveMove(r), g.fence); err != nil {
-		return Reservation{}, false, err
-	}
-	r, ended, err := end(g.ctx, id)
-	if err == nil && r.GiveDue {
-		err = s.store.Settle(g.ctx, r.ID)
-	}
-	return r, ended, err
+	return s.store.MarkGiven(ctx, r.ID)
 }

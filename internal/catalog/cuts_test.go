@@ -13,7 +13,7 @@ import (
 // writeSteps are the query names of the steps that write: where a cut
 // leaves something behind.
 func writeSteps() []string {
-	return []string{QueryReserve, QueryClaim, QueryActivate, QueryAbandon, QueryCancel, QueryExpire, QuerySettle, QueryWarehouseWrite}
+	return []string{QueryReserve, QueryClaimIntent, QueryActivate, QueryAbandon, QueryCancel, QueryExpire, QueryMarkGiven, QueryWarehouseWrite}
 }
 
 // crashed is the panic value of a crash injected right after a step: the
@@ -218,13 +218,13 @@ func TestEveryCutLeavesNoUnitSoldTwice(t *testing.T) {
 }
 
 // TestTheCutCheckCatchesGiveFirst proves the cut test can fail: with the
-// order of effects before the saga (Config.GiveFirst), it finds units sold
+// order of effects before the saga (Flaws.GiveFirst), it finds units sold
 // twice.
 func TestTheCutCheckCatchesGiveFirst(t *testing.T) {
 	t.Parallel()
 	a := newTestAPI(t, apiOptions{})
 	a.svc.pendingAge = 0
-	a.svc.giveFirst = true
+	a.svc.flaws.GiveFirst = true
 	problems := a.cutEveryStep()
 	sold := 0
 	for _, p := range problems {

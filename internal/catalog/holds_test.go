@@ -152,13 +152,13 @@ func TestCancelIsOneQuery(t *testing.T) {
 	count := func(q string) float64 {
 		return metricValue(t, a.reg, "catalog_db_query_duration_seconds", map[string]string{"query": q})
 	}
-	cancels, settles, lookups := count(QueryCancel), count(QuerySettle), count(QueryReservation)
+	cancels, settles, lookups := count(QueryCancel), count(QueryMarkGiven), count(QueryReservation)
 	decodeJSON(t, a.do(http.MethodPost, "/v1/reservations/"+itoa(r.ID)+"/cancel", ""), http.StatusOK, nil)
 	if d := count(QueryCancel) - cancels; d != 1 {
 		t.Errorf("one cancel observed %v times as %q", d, QueryCancel)
 	}
-	if d := count(QuerySettle) - settles; d != 1 {
-		t.Errorf("one cancel observed %v times as %q", d, QuerySettle)
+	if d := count(QueryMarkGiven) - settles; d != 1 {
+		t.Errorf("one cancel observed %v times as %q", d, QueryMarkGiven)
 	}
 	if d := count(QueryReservation) - lookups; d != 0 {
 		t.Errorf("one cancel observed %v look-ups", d)

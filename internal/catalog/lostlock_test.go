@@ -45,7 +45,7 @@ func TestUnsafeModeOversells(t *testing.T) {
 	read.Add(2)
 	bothRead := make(chan struct{})
 	go func() { read.Wait(); close(bothRead) }()
-	a.svc.betweenReadAndWrite = func(context.Context, int64) {
+	a.svc.hooks.betweenReadAndWrite = func(context.Context, int64) {
 		read.Done()
 		select {
 		case <-bothRead:
@@ -140,7 +140,7 @@ func testLostLock(t *testing.T, mode Mode) {
 	bAnswered := sync.OnceFunc(func() { close(bDone) })
 	defer bAnswered() // also when the test fails before B answers
 	var first atomic.Bool
-	a.svc.betweenReadAndWrite = func(context.Context, int64) {
+	a.svc.hooks.betweenReadAndWrite = func(context.Context, int64) {
 		if first.CompareAndSwap(false, true) { // A, not B
 			close(aRead)
 			<-bDone

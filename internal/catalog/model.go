@@ -106,23 +106,6 @@ type Inventory struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// Reservation statuses.
-const (
-	// StatusPending marks the intent of a reservation, recorded before the
-	// warehouse gives its units: it holds nothing, and the API answers it
-	// as not found (docs/api.md#the-saga).
-	StatusPending = "pending"
-	// StatusActive marks a reservation that holds stock.
-	StatusActive = "active"
-	// StatusCancelled marks a reservation cancelled by its buyer: it holds
-	// nothing, and its units go back to the warehouse.
-	StatusCancelled = "cancelled"
-	// StatusExpired marks a reservation that was not completed before its
-	// ExpiresAt: the sweeper ended it, and its units go back to the
-	// warehouse.
-	StatusExpired = "expired"
-)
-
 // Reservation holds units of a product for a buyer.
 type Reservation struct {
 	// ID identifies the reservation.

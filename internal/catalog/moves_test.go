@@ -177,7 +177,7 @@ func TestStocktakeWaitsForTheGuard(t *testing.T) {
 	a.setInventory(product, 5, 0)
 	var once sync.Once
 	done := make(chan *httptest.ResponseRecorder, 1)
-	a.svc.betweenReadAndWrite = func(context.Context, int64) {
+	a.svc.hooks.betweenReadAndWrite = func(context.Context, int64) {
 		once.Do(func() {
 			go func() { done <- a.admin(http.MethodPut, "/admin/inventory/"+itoa(product), `{"stock": 20}`) }()
 			time.Sleep(200 * time.Millisecond) // time enough for a stocktake that does not wait to finish

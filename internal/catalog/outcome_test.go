@@ -65,7 +65,7 @@ func TestReserveLockLostBeforeCommitIs409(t *testing.T) {
 	const product = 46
 	a := newTestAPI(t, apiOptions{}) // the lock is lost when its 2s TTL runs out
 	a.setInventory(product, 10, 0)
-	a.svc.betweenReadAndWrite = func(ctx context.Context, _ int64) {
+	a.svc.hooks.betweenReadAndWrite = func(ctx context.Context, _ int64) {
 		select { // the lock's context: it ends when the loss is noticed
 		case <-ctx.Done():
 		case <-time.After(time.Minute):
@@ -188,9 +188,9 @@ func TestACutConnectionIsNever500(t *testing.T) {
 	a := newTestAPI(t, apiOptions{})
 	a.setInventory(product, 10, 0)
 	var once sync.Once
-	a.svc.betweenReadAndWrite = func(context.Context, int64) { once.Do(func() { a.terminateOthers(t) }) }
+	a.svc.hooks.betweenReadAndWrite = func(context.Context, int64) { once.Do(func() { a.terminateOthers(t) }) }
 	rec := a.do(http.MethodPost, "/v1/reservations", reserveBody(product, 2, "cut-session"))
-	a.svc.betweenReadAndWrite = nil
+	a.svc.hooks.betweenReadAndWrite = nil
 	if rec.Code != http.StatusCreated {
 		p := checkProblem(t, rec, http.StatusServiceUnavailable, "/problems/unavailable")
 		if !strings.Contains(p.Detail, "same idempotency key") {

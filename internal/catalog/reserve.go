@@ -89,7 +89,7 @@ func (s *Service) reserve(ctx context.Context, req ReserveRequest) (Reservation,
 	case err != nil && definite(err):
 		return Reservation{}, false, err
 	case err != nil:
-		return s.settleReserve(ctx, req, 0, false, err)
+		return s.lookUpReserve(ctx, req, 0, false, err)
 	case !created && r.Status != StatusPending:
 		return r, false, nil // a replay
 	}
@@ -102,24 +102,23 @@ func (s *Service) reserve(ctx context.Context, req ReserveRequest) (Reservation,
 	defer g.release()
 	// The claim keeps an older attempt of the key, stopped with its take
 	// refused, from removing the intent under ours.
-	claimed, err := s.store.Claim(ctx, r.ID, g.fence.Token)
+	claimed, err := s.store.ClaimIntent(ctx, r.ID, g.fence.Token)
 	switch {
 	case err != nil:
 		return Reservation{}, false, err // nothing taken: the intent waits for a retry or the reconciler
 	case !claimed:
-		return s.settleReserve(ctx, req, g.fence.Token, false, errSuperseded)
+		return s.lookUpReserve(ctx, req, g.fence.Token, false, errSuperseded)
 	}
+	s.hooks.run(s.hooks.beforeTake, g.ctx, req.ProductID)
 	if err := s.take(ctx, g, req); err != nil {
 		return s.afterTake(ctx, g, req, r, err)
 	}
-	if s.beforeActivate != nil {
-		s.beforeActivate(ctx, req.ProductID)
-	}
+	s.hooks.run(s.hooks.beforeActivate, ctx, req.ProductID)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	r, activated, err := s.store.Activate(fctx, r.ID, g.fence.Token)
 	if err != nil {
-		return s.settleReserve(ctx, req, g.fence.Token, true, err)
+		return s.lookUpReserve(ctx, req, g.fence.Token, true, err)
 	}
 	return r, activated, nil // not activated: a request with the same key, or a stocktake, made it active first
 }
@@ -135,46 +134,76 @@ func (s *Service) take(ctx context.Context, g *guard, req ReserveRequest) error 
 	}
 	m := Move{Key: TakeKey(req.IdempotencyKey), ProductID: req.ProductID, Units: req.Quantity}
 	return s.warehouse.Take(wctx, m, g.fence, func() {
-		if s.betweenReadAndWrite != nil {
-			s.betweenReadAndWrite(wctx, req.ProductID)
-		}
+		s.hooks.run(s.hooks.betweenReadAndWrite, wctx, req.ProductID)
 		_ = FixedDelay(pause)(wctx)
 	})
 }
 
-// afterTake answers a take that failed with err: a definite refusal
-// removes the intent and says why; anything else, or an intent a newer
-// attempt of the key carries on, is settled by a look-up.
+// afterTake answers a take that failed with err. Only a refusal after which
+// no take of the key can be applied removes the intent and says why
+// (abandonIfUntaken); anything else, or an intent that may not be removed,
+// is answered by a look-up.
 func (s *Service) afterTake(ctx context.Context, g *guard, req ReserveRequest, r Reservation, err error) (Reservation, bool, error) {
 	if !definite(err) {
-		return s.settleReserve(ctx, req, g.fence.Token, true, err)
+		return s.lookUpReserve(ctx, req, g.fence.Token, true, err)
 	}
-	if abandoned, aerr := s.abandon(ctx, r, g.fence.Token); aerr != nil || !abandoned {
-		return s.settleReserve(ctx, req, g.fence.Token, false, cmp.Or(aerr, err))
+	if s.flaws.AbandonUnlooked {
+		return s.abandonUnlooked(ctx, g, req, r, err)
 	}
-	switch {
-	case errors.Is(err, ErrInsufficientStock):
-		// Refused for stock: the fence let the read through (no newer
-		// holder had come), even if the lock was lost meanwhile.
-	case errors.Is(err, pgfence.ErrStaleToken), g.lost():
-		err = fmt.Errorf("%w: %w", ErrFenced, err)
+	if abandoned, aerr := s.abandonIfUntaken(ctx, g, r, err); aerr != nil || !abandoned {
+		return s.lookUpReserve(ctx, req, g.fence.Token, true, cmp.Or(aerr, err))
 	}
-	return Reservation{}, false, err
+	return Reservation{}, false, refusal(g, err)
+}
+
+// refusal is the answer to a take refused with err once its intent is
+// abandoned: insufficient stock as it is (the fence let the read through,
+// even if the lock was lost meanwhile), a stale token or a lost lock as
+// ErrFenced, anything else (the caller gone) as it is.
+func refusal(g *guard, err error) error {
+	if !errors.Is(err, ErrInsufficientStock) && (errors.Is(err, pgfence.ErrStaleToken) || g.lost()) {
+		return fmt.Errorf("%w: %w", ErrFenced, err)
+	}
+	return err
+}
+
+// abandonIfUntaken removes intent r after its attempt's take failed with
+// err, when no take of its key is applied or can still land: a refusal for
+// stock read the moves under the attempt's fence and found none; any other
+// refusal (the fence refused the attempt, or the call was never sent) did
+// not look, so the take is looked up first (lookUpTake). It reports
+// whether it removed the intent.
+func (s *Service) abandonIfUntaken(ctx context.Context, g *guard, r Reservation, err error) (bool, error) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if !errors.Is(err, ErrInsufficientStock) {
+		taken, lerr := s.lookUpTake(actx, r, g.fence)
+		if lerr != nil || taken {
+			return false, lerr
+		}
+	}
+	return s.store.Abandon(actx, r.ID, g.fence.Token)
+}
+
+// lookUpTake reports whether the take of intent r was applied, in a way
+// that no take of its key by f's token or an older one can land after it
+// answers: with a checked fence it is an access by the token, and once
+// that is refused as stale, a newer token's access has already shut the
+// older ones out, so a plain read is as good.
+func (s *Service) lookUpTake(ctx context.Context, r Reservation, f Fence) (bool, error) {
+	taken, err := s.warehouse.Applied(ctx, takeMove(r), f)
+	if errors.Is(err, pgfence.ErrStaleToken) {
+		taken, err = s.warehouse.Applied(ctx, takeMove(r), Fence{})
+	}
+	return taken, err
 }
 
 // errSuperseded: a newer attempt of the key claimed its intent first.
 var errSuperseded = errors.New("catalog: a newer attempt with the same idempotency key carries the reservation on")
 
-// abandon removes the intent r unless a newer attempt than token claimed
-// it, on a context of its own.
-func (s *Service) abandon(ctx context.Context, r Reservation, token int64) (bool, error) {
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-	defer cancel()
-	return s.store.Abandon(actx, r.ID, token)
-}
-
-// definite reports an error after which nothing was written: an answer
-// that may say so.
+// definite reports an error after which this attempt wrote nothing.
+// Whether an earlier attempt of the same key did is another question
+// (abandonIfUntaken).
 func definite(err error) bool {
 	for _, d := range []error{ErrInsufficientStock, ErrIdempotencyMismatch, ErrInvalidArgument, ErrNotFound, pgfence.ErrStaleToken, errNotSent} {
 		if errors.Is(err, d) {
@@ -184,19 +213,19 @@ func definite(err error) bool {
 	return false
 }
 
-// settleReserve learns what a reservation whose last step failed with
+// lookUpReserve learns what a reservation whose last step failed with
 // cause did, on a context of its own (the request's may be what ended): a
 // hold under the key is the answer; an intent whose take the warehouse
 // applied is made active first (under token). It is answered as created
 // when this request recorded or carried on the intent (ours) or made it
 // active here, as a replay otherwise. When no hold is found the outcome
-// stays unknown.
-func (s *Service) settleReserve(ctx context.Context, req ReserveRequest, token int64, ours bool, cause error) (Reservation, bool, error) {
+// stays unknown: 503 "retry", and the retry or the reconciler finishes it.
+func (s *Service) lookUpReserve(ctx context.Context, req ReserveRequest, token int64, ours bool, cause error) (Reservation, bool, error) {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	r, found, err := s.store.Replay(lctx, req.ProductID, req.Quantity, req.IdempotencyKey)
 	if err == nil && found && r.Status == StatusPending {
-		r, err = s.activateIfTaken(lctx, r, token)
+		r, _, err = s.store.Activate(lctx, r.ID, token) // a no-op unless its take is applied
 		ours = true
 	}
 	switch {
@@ -206,17 +235,6 @@ func (s *Service) settleReserve(ctx context.Context, req ReserveRequest, token i
 		cause = fmt.Errorf("%w (look-up: %w)", cause, err)
 	}
 	return Reservation{}, false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, cause)
-}
-
-// activateIfTaken makes intent r active when the warehouse applied its
-// take, and returns it as it is then.
-func (s *Service) activateIfTaken(ctx context.Context, r Reservation, token int64) (Reservation, error) {
-	taken, err := s.warehouse.Applied(ctx, takeMove(r), Fence{})
-	if err != nil || !taken {
-		return r, err
-	}
-	r, _, err = s.store.Activate(ctx, r.ID, token)
-	return r, err
 }
 
 // takeMove and giveMove are the warehouse moves of reservation r.

@@ -39,13 +39,13 @@ func TestAStaleAttemptLeavesItsKeysNewerAttemptAlone(t *testing.T) {
 	defer tookB() // also when the test fails midway
 	defer answeredA()
 	var first atomic.Bool
-	a.svc.betweenReadAndWrite = func(context.Context, int64) {
+	a.svc.hooks.betweenReadAndWrite = func(context.Context, int64) {
 		if first.CompareAndSwap(false, true) { // A, not B
 			close(aRead)
 			<-bTook
 		}
 	}
-	a.svc.beforeActivate = func(context.Context, int64) {
+	a.svc.hooks.beforeActivate = func(context.Context, int64) {
 		if !first.Load() {
 			return
 		}

@@ -66,12 +66,9 @@ type Config struct {
 	// PendingAge is how old an intent must be before Reconcile settles it;
 	// 0 means DefaultPendingAge.
 	PendingAge time.Duration
-	// GiveFirst restores the order of effects before the saga for cancels
-	// and expiries: the warehouse takes the units back before the catalog
-	// ends the hold, which sells units twice when a cut comes between the
-	// two. It exists only to prove that the checkers catch that order
-	// (cmd/torture -unsafe); never set it otherwise.
-	GiveFirst bool
+	// Flaws, for checkers only, put back bugs the saga fixed, to prove
+	// that the checkers catch them; never set them otherwise.
+	Flaws Flaws
 }
 
 // Service is the catalog: reads through the caches, writes that invalidate
@@ -87,16 +84,9 @@ type Service struct {
 	// reconciled counts what Reconcile finished, by action.
 	reconciled *prometheus.CounterVec
 	pendingAge time.Duration
-	giveFirst  bool
+	flaws      Flaws
+	hooks      hooks
 	log        *slog.Logger
-
-	// betweenReadAndWrite, set by tests before use, runs in a reservation
-	// between its warehouse read and write, with the write's context: where
-	// interleavings are forced.
-	betweenReadAndWrite func(ctx context.Context, productID int64)
-	// beforeActivate, set by tests before use, runs in a reservation after
-	// its take and before it makes its intent active.
-	beforeActivate func(ctx context.Context, productID int64)
 
 	product *cachex.Cache[Product]
 	stats   *cachex.Cache[CategoryStats]
@@ -134,7 +124,7 @@ func NewService(cfg Config) (*Service, error) {
 		return d
 	}
 	s := &Service{store: cfg.Store, warehouse: cfg.Warehouse, locker: cfg.Locker, faults: cfg.Faults, mode: newModeSwitch(mode),
-		holdTTL: cmp.Or(cfg.HoldTTL, DefaultHoldTTL), pendingAge: cmp.Or(cfg.PendingAge, DefaultPendingAge), giveFirst: cfg.GiveFirst,
+		holdTTL: cmp.Or(cfg.HoldTTL, DefaultHoldTTL), pendingAge: cmp.Or(cfg.PendingAge, DefaultPendingAge), flaws: cfg.Flaws,
 		log: cmp.Or(cfg.Logger, slog.Default())}
 	if cfg.TracerProvider != nil {
 		s.tracer = cfg.TracerProvider.Tracer("github.com/stampede-lab/stampede/internal/catalog")

@@ -59,8 +59,8 @@ const (
 	QueryExpire        = "expire"
 	QueryActivate      = "activate"
 	QueryAbandon       = "abandon"
-	QueryClaim         = "claim"
-	QuerySettle        = "settle"
+	QueryClaimIntent   = "claim_intent"
+	QueryMarkGiven     = "mark_given"
 	QueryReconcile     = "reconcile"
 )
 
@@ -69,7 +69,7 @@ func QueryNames() []string {
 	return []string{
 		QueryProduct, QueryProducts, QueryCategoryStats, QueryTopProducts, QuerySearch,
 		QueryUpdateProduct, QueryInventory, QueryReserve, QueryReplay, QueryCancel,
-		QueryReservation, QuerySweep, QueryExpire, QueryActivate, QueryClaim, QueryAbandon, QuerySettle, QueryReconcile,
+		QueryReservation, QuerySweep, QueryExpire, QueryActivate, QueryClaimIntent, QueryAbandon, QueryMarkGiven, QueryReconcile,
 		QueryWarehouseRead, QueryWarehouseWrite,
 	}
 }
@@ -418,7 +418,7 @@ func (s *Store) SetStock(ctx context.Context, productID int64, stock int, f Fenc
 					return err
 				}
 			}
-			for _, q := range stocktakeSettle() {
+			for _, q := range stocktakeRepair() {
 				if _, err := tx.Exec(ctx, q, productID); err != nil {
 					return err
 				}

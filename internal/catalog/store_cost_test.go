@@ -130,7 +130,7 @@ func BenchmarkQueryCosts(b *testing.B) {
 			h := Hold{ProductID: pid(i), Quantity: 1, IdempotencyKey: "cost-" + strconv.Itoa(i)}
 			r, _, err := s.Intend(ctx, h)
 			if err == nil {
-				_, err = s.Claim(ctx, r.ID, fence.Token)
+				_, err = s.ClaimIntent(ctx, r.ID, fence.Token)
 			}
 			if err == nil {
 				err = w.Take(ctx, Move{Key: TakeKey(h.IdempotencyKey), ProductID: h.ProductID, Units: 1}, fence, nil)
@@ -157,7 +157,7 @@ func BenchmarkQueryCosts(b *testing.B) {
 				err = w.Give(ctx, giveMove(r), fence)
 			}
 			if err == nil && r.GiveDue {
-				err = s.Settle(ctx, id)
+				err = s.MarkGiven(ctx, id)
 			}
 			return err
 		}},

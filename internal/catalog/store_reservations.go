@@ -60,7 +60,7 @@ func (s *Store) Intend(ctx context.Context, h Hold) (res Reservation, created bo
 		// A pending row may be removed between the insert and the select
 		// (Abandon); the second round then inserts.
 		for range 2 {
-			res, err = scanReservation(s.db.QueryRow(ctx, sqlIntend, h.ProductID, h.Quantity, h.IdempotencyKey, ttl.Milliseconds()))
+			res, err = scanReservation(s.db.QueryRow(ctx, holdMoves[moveIntend].sql, h.ProductID, h.Quantity, h.IdempotencyKey, ttl.Milliseconds()))
 			if err == nil {
 				created = true
 				return nil
@@ -84,20 +84,18 @@ func (s *Store) Intend(ctx context.Context, h Hold) (res Reservation, created bo
 	return res, created, err
 }
 
-// Activate makes a pending reservation active once the warehouse has
-// given its units, written under token: it counts them in
-// inventory.reserved in the same transaction. A reservation that is no
-// longer pending is returned as it is, with activated = false; one that is
-// gone (a stocktake voided it) gives ErrNotFound.
+// Activate makes a pending reservation whose take the warehouse applied
+// active, written under token (or the newer token that claimed it): it
+// counts its units in inventory.reserved in the same transaction
+// (moveActivate). A reservation that is not pending, or whose take is not
+// applied, is returned as it is with activated = false; one that is gone (a
+// stocktake voided it) gives ErrNotFound.
 func (s *Store) Activate(ctx context.Context, id, token int64) (res Reservation, activated bool, err error) {
 	err = s.run(ctx, QueryActivate, func() error {
 		return s.inTx(ctx, func(tx pgx.Tx) error {
-			res, err = scanReservation(tx.QueryRow(ctx, sqlActivate, id, token))
+			res, err = scanReservation(tx.QueryRow(ctx, holdMoves[moveActivate].sql, id, token))
 			if errors.Is(err, pgx.ErrNoRows) {
-				res, err = scanReservation(tx.QueryRow(ctx, sqlReservation, id))
-				if errors.Is(err, pgx.ErrNoRows) {
-					return fmt.Errorf("reservation %d: %w", id, ErrNotFound)
-				}
+				res, err = reservationByID(ctx, tx, id)
 				return err
 			}
 			if err != nil {
@@ -111,26 +109,27 @@ func (s *Store) Activate(ctx context.Context, id, token int64) (res Reservation,
 	return res, activated && err == nil, err
 }
 
-// Claim records that the attempt holding token carries intent id on to its
-// take: claimed is false when a newer attempt has claimed it or it is no
-// longer pending. An older attempt can then no longer abandon it.
-func (s *Store) Claim(ctx context.Context, id, token int64) (claimed bool, err error) {
-	err = s.run(ctx, QueryClaim, func() error {
-		tag, err := s.db.Exec(ctx, `UPDATE reservations SET fence_token = $2, updated_at = now()
-			WHERE id = $1 AND status = 'pending' AND fence_token <= $2`, id, token)
+// ClaimIntent records that the attempt holding token carries intent id on
+// to its take (moveClaimIntent): claimed is false when a newer attempt has
+// claimed it or it is no longer pending. An older attempt can then no
+// longer abandon it.
+func (s *Store) ClaimIntent(ctx context.Context, id, token int64) (claimed bool, err error) {
+	err = s.run(ctx, QueryClaimIntent, func() error {
+		tag, err := s.db.Exec(ctx, holdMoves[moveClaimIntent].sql, id, token)
 		claimed = err == nil && tag.RowsAffected() == 1
 		return err
 	})
 	return claimed, err
 }
 
-// Abandon removes a pending reservation whose units were never taken, so
-// that its key is free again, unless an attempt with a token newer than
-// token has claimed it; abandoned says whether it did. The caller must know
-// that no take by token or an older one can still be applied.
+// Abandon removes intent id, so that its key is free again, when its take
+// is not applied and no attempt with a token newer than token claimed it
+// (moveAbandon); abandoned says whether it did. The caller must also know
+// that no take of the key by token or an older one can still land: a
+// fenced look-up by token (Service.lookUpTake) tells it.
 func (s *Store) Abandon(ctx context.Context, id, token int64) (abandoned bool, err error) {
 	err = s.run(ctx, QueryAbandon, func() error {
-		tag, err := s.db.Exec(ctx, `DELETE FROM reservations WHERE id = $1 AND status = 'pending' AND fence_token <= $2`, id, token)
+		tag, err := s.db.Exec(ctx, holdMoves[moveAbandon].sql, id, token)
 		abandoned = err == nil && tag.RowsAffected() == 1
 		return err
 	})
@@ -162,51 +161,50 @@ func replay(res Reservation, productID int64, qty int) error {
 }
 
 // CancelReservation ends an active hold as cancelled, in one catalog
-// transaction that locks it: its units leave inventory.reserved and its
-// give becomes due (GiveDue), to be applied by the warehouse afterwards
+// transaction (moveCancel): its units leave inventory.reserved and its give
+// becomes due (GiveDue), to be applied by the warehouse afterwards
 // (docs/api.md#the-saga). Any other reservation is returned unchanged,
 // ended = false; a pending one, like an unknown id, gives ErrNotFound.
 func (s *Store) CancelReservation(ctx context.Context, id int64) (r Reservation, ended bool, err error) {
-	return s.end(ctx, QueryCancel, id, StatusCancelled)
+	return s.end(ctx, QueryCancel, moveCancel, id)
 }
 
 // ExpireReservation ends an active hold past its expiry as
-// CancelReservation does, with status expired. Any other reservation is
-// returned unchanged, so of two sweepers the second changes nothing.
+// CancelReservation does, with status expired (moveExpire). Any other
+// reservation is returned unchanged, so of two sweepers the second changes
+// nothing.
 func (s *Store) ExpireReservation(ctx context.Context, id int64) (r Reservation, ended bool, err error) {
-	return s.end(ctx, QueryExpire, id, StatusExpired)
+	return s.end(ctx, QueryExpire, moveExpire, id)
 }
 
-func (s *Store) end(ctx context.Context, q string, id int64, status string) (res Reservation, ended bool, err error) {
+func (s *Store) end(ctx context.Context, q string, m holdMove, id int64) (res Reservation, ended bool, err error) {
 	err = s.run(ctx, q, func() error {
 		return s.inTx(ctx, func(tx pgx.Tx) error {
-			var due bool
-			res, err = scanReservation(tx.QueryRow(ctx, "SELECT "+reservationColumns+", expires_at <= now() FROM reservations WHERE id = $1 FOR UPDATE", id), &due)
-			switch {
-			case errors.Is(err, pgx.ErrNoRows), err == nil && res.Status == StatusPending:
-				return fmt.Errorf("reservation %d: %w", id, ErrNotFound)
-			case err != nil:
-				return err
-			case res.Status != StatusActive, status == StatusExpired && !due:
-				return nil
-			}
-			if _, err := tx.Exec(ctx, sqlReturnStock, res.ProductID, res.Quantity); err != nil {
+			res, err = scanReservation(tx.QueryRow(ctx, holdMoves[m].sql, id))
+			if errors.Is(err, pgx.ErrNoRows) {
+				res, err = reservationByID(ctx, tx, id)
+				if err == nil && res.Status == StatusPending {
+					err = fmt.Errorf("reservation %d: %w", id, ErrNotFound)
+				}
 				return err
 			}
-			if res, err = scanReservation(tx.QueryRow(ctx, sqlEndReservation, id, status)); err != nil {
+			if err != nil {
 				return err
 			}
 			ended = true
-			return nil
+			_, err = tx.Exec(ctx, sqlReturnStock, res.ProductID, res.Quantity)
+			return err
 		})
 	})
 	return res, ended && err == nil, err
 }
 
-// Settle records that the warehouse applied the give of ended hold id.
-func (s *Store) Settle(ctx context.Context, id int64) error {
-	return s.run(ctx, QuerySettle, func() error {
-		_, err := s.db.Exec(ctx, `UPDATE reservations SET give_due = false WHERE id = $1`, id)
+// MarkGiven records that the warehouse applied the give of ended hold id
+// (moveMarkGiven): its give is no longer due. It changes nothing while the
+// give is not applied.
+func (s *Store) MarkGiven(ctx context.Context, id int64) error {
+	return s.run(ctx, QueryMarkGiven, func() error {
+		_, err := s.db.Exec(ctx, holdMoves[moveMarkGiven].sql, id)
 		return err
 	})
 }
@@ -268,6 +266,15 @@ func (s *Store) inTx(ctx context.Context, f func(pgx.Tx) error) error {
 		return err
 	}
 	return s.commit(ctx, tx)
+}
+
+// reservationByID reads reservation id in tx, ErrNotFound if there is none.
+func reservationByID(ctx context.Context, tx pgx.Tx, id int64) (Reservation, error) {
+	res, err := scanReservation(tx.QueryRow(ctx, sqlReservation, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Reservation{}, fmt.Errorf("reservation %d: %w", id, ErrNotFound)
+	}
+	return res, err
 }
 
 // querier is what reservationByKey needs: a pool or a transaction.

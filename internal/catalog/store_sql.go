@@ -111,36 +111,18 @@ const sqlInventory = `
 SELECT i.product_id, i.stock, i.reserved, w.available, w.fence_token, greatest(i.updated_at, w.updated_at)
 FROM inventory i JOIN warehouse w USING (product_id) WHERE i.product_id = $1`
 
-// reservationColumns are the columns scanReservation reads, in order.
-const reservationColumns = `id, product_id, quantity, status, fence_token, idempotency_key, created_at, updated_at, expires_at, give_due`
-
 const sqlReservationByKey = `SELECT ` + reservationColumns + ` FROM reservations WHERE idempotency_key = $1`
 
 // sqlAddReserved counts $2 more units as reserved: an increment, which
 // Postgres serialises, so reserved is always the sum of the active holds.
 const sqlAddReserved = `UPDATE inventory SET reserved = reserved + $2, updated_at = now() WHERE product_id = $1`
 
-// sqlIntend records a pending reservation unless the key has one (then it
-// returns no row).
-const sqlIntend = `
-INSERT INTO reservations (product_id, quantity, status, fence_token, idempotency_key, expires_at)
-VALUES ($1, $2, 'pending', 0, $3, now() + $4 * interval '1 millisecond')
-ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING ` + reservationColumns
-
-// sqlActivate makes a pending reservation active under token $2, or the
-// newer token that claimed it.
-const sqlActivate = `
-UPDATE reservations SET status = 'active', fence_token = greatest(fence_token, $2), updated_at = now()
-WHERE id = $1 AND status = 'pending'
-RETURNING ` + reservationColumns
-
 const sqlReservation = `SELECT ` + reservationColumns + ` FROM reservations WHERE id = $1`
 
 // sqlExpiredReservations lists active holds past their expiry, oldest
 // first (reservations_expiry_idx).
 const sqlExpiredReservations = `SELECT ` + reservationColumns + ` FROM reservations
-WHERE status = 'active' AND expires_at <= now() ORDER BY expires_at LIMIT $1`
+WHERE status = ` + sqlActive + ` AND expires_at <= now() ORDER BY expires_at LIMIT $1`
 
 // sqlGivesDue lists ended holds whose give is due (reservations_give_due_idx).
 const sqlGivesDue = `SELECT ` + reservationColumns + ` FROM reservations
@@ -149,35 +131,6 @@ WHERE give_due ORDER BY updated_at LIMIT $1`
 // sqlStalePending lists pending reservations older than $2 ms
 // (reservations_pending_idx).
 const sqlStalePending = `SELECT ` + reservationColumns + ` FROM reservations
-WHERE status = 'pending' AND created_at < now() - $2 * interval '1 millisecond' ORDER BY created_at LIMIT $1`
+WHERE status = ` + sqlPending + ` AND created_at < now() - $2 * interval '1 millisecond' ORDER BY created_at LIMIT $1`
 
 const sqlReturnStock = `UPDATE inventory SET reserved = reserved - $2, updated_at = now() WHERE product_id = $1`
-
-// sqlEndReservation ends a hold with status $2; its give becomes due.
-const sqlEndReservation = `
-UPDATE reservations SET status = $2, give_due = true, updated_at = now()
-WHERE id = $1
-RETURNING ` + reservationColumns
-
-// stocktakeSettle returns the statements that finish or void, before a
-// stocktake sets product $1's stock, every step of a saga in flight: an
-// intent whose take the warehouse applied becomes active, a take no
-// reservation holds is voided, and a give still due is recorded as applied
-// (the new count includes its units).
-func stocktakeSettle() []string {
-	return []string{
-		`WITH done AS (
-		UPDATE reservations r SET status = 'active', updated_at = now()
-		FROM warehouse_moves m
-		WHERE r.product_id = $1 AND r.status = 'pending' AND m.move_key = 'take:' || r.idempotency_key
-		RETURNING r.quantity)
-	UPDATE inventory SET reserved = reserved + (SELECT coalesce(sum(quantity), 0) FROM done), updated_at = now()
-	WHERE product_id = $1`,
-		`DELETE FROM warehouse_moves m WHERE m.product_id = $1 AND m.move_key LIKE 'take:%'
-		AND NOT EXISTS (SELECT FROM reservations r WHERE 'take:' || r.idempotency_key = m.move_key)`,
-		`INSERT INTO warehouse_moves (move_key, product_id, units)
-		SELECT 'give:' || id, product_id, quantity FROM reservations WHERE product_id = $1 AND give_due
-		ON CONFLICT (move_key) DO NOTHING`,
-		`UPDATE reservations SET give_due = false WHERE product_id = $1 AND give_due`,
-	}
-}

@@ -74,7 +74,7 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	pending, err := s.store.StalePending(ctx, s.pendingAge, sweepBatch)
 	errs = append(errs, err)
 	for _, r := range pending {
-		action, err := s.settlePending(ctx, r)
+		action, err := s.decideStale(ctx, r)
 		if err != nil || action == "" {
 			errs = append(errs, err)
 			continue
@@ -85,16 +85,17 @@ func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-// settlePending decides intent r under its product's guard: "activate" when
-// the warehouse applied its take, "abandon" when it did not, "" when a newer
-// attempt of its key claimed it meanwhile.
-func (s *Service) settlePending(ctx context.Context, r Reservation) (string, error) {
+// decideStale decides stale intent r under its product's guard: "activate"
+// when the warehouse applied its take, "abandon" when it did not (the fenced
+// look-up shuts out any older holder's take), "" when a newer attempt of its
+// key claimed it meanwhile.
+func (s *Service) decideStale(ctx context.Context, r Reservation) (string, error) {
 	g, err := s.guard(ctx, r.ProductID)
 	if err != nil {
 		return "", err
 	}
 	defer g.release()
-	taken, err := s.warehouse.Applied(g.ctx, takeMove(r), g.fence)
+	taken, err := s.lookUpTake(g.ctx, r, g.fence)
 	switch {
 	case err != nil:
 		return "", err
