@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,9 +30,10 @@ type ReserveConfig struct {
 	// Mode is the instances' reservation mode; "" is fenced. In unsafe mode
 	// the checker must find units sold twice.
 	Mode catalog.Mode
-	// GiveFirst runs the instances with the order of effects before the
-	// saga (cmd/api -give-first): the checker must find units sold twice.
-	GiveFirst bool
+	// Flaws are checker-only flaws the instances run with (cmd/api
+	// -flaws, env FLAWS), to show that the checks catch them: FlawGiveFirst
+	// must be found as units sold twice. None by default.
+	Flaws []string
 	// Products each start with Stock units; Clients send requests at once.
 	Products, Stock, Clients int
 	// OutDir receives porcupine's visualisation of a history that is not
@@ -42,6 +44,27 @@ type ReserveConfig struct {
 	// APIBinary is the cmd/api binary to attack; "" builds it from this
 	// module (the go command must be on PATH).
 	APIBinary string
+}
+
+// The flaws cmd/api can be given for checkers (ReserveConfig.Flaws).
+const (
+	// FlawGiveFirst gives a cancelled hold's units back before the catalog
+	// ends it: the order of effects before the saga.
+	FlawGiveFirst = "give-first"
+	// FlawAbandonUnlooked lets an attempt remove its intent and answer 409
+	// without looking whether an earlier attempt's take of its key was
+	// applied: the orphaning retry of issue 40.
+	FlawAbandonUnlooked = "abandon-unlooked"
+)
+
+// flawsEnv is the environment entry that gives the API processes flaws.
+// cmd/api takes them as FLAWS once issue 40's fix lands; until then it
+// knows give-first only, as GIVE_FIRST (and abandon-unlooked is its
+// native behaviour). The switch is this one line:
+//
+//	return "FLAWS=" + strings.Join(flaws, ",")
+func flawsEnv(flaws []string) string {
+	return "GIVE_FIRST=" + strconv.FormatBool(slices.Contains(flaws, FlawGiveFirst))
 }
 
 func (c *ReserveConfig) defaults() {
@@ -226,7 +249,7 @@ func startAPIs(ctx context.Context, env *Env, cfg ReserveConfig, srv *servers, d
 	environ := []string{"DATABASE_URL=" + dbURL, "REDIS_URL=redis://" + srv.px.list[0].Listen, "LOCK_REDIS_URLS=" + strings.Join(locks, ","),
 		"ADMIN_TOKEN=" + adminToken, "MIGRATE=false", "RESERVATION_MODE=" + string(mode), "LOG_LEVEL=warn",
 		"HOLD_TTL=" + reserveHoldTTL, "SWEEP_EVERY=" + reserveSweepEvery, "PENDING_AGE=" + reservePendingAge,
-		"GIVE_FIRST=" + strconv.FormatBool(cfg.GiveFirst), "OTEL_EXPORTER_OTLP_ENDPOINT="}
+		flawsEnv(cfg.Flaws), "OTEL_EXPORTER_OTLP_ENDPOINT="}
 	logDir := dir
 	if cfg.OutDir != "" {
 		if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {

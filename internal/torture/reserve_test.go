@@ -102,7 +102,7 @@ func TestReserveUnderTheCutsThatOversold(t *testing.T) {
 // within two minutes: the clients' hang-ups alone cut cancels there.
 func TestReserveCatchesGiveFirst(t *testing.T) {
 	parallelWorkload(t)
-	res := runReserve(t, ReserveConfig{Seed: 5, Duration: 20 * time.Second, GiveFirst: true})
+	res := runReserve(t, ReserveConfig{Seed: 5, Duration: 20 * time.Second, Flaws: []string{FlawGiveFirst}})
 	if !checks(res)[checkLedgerName] {
 		t.Errorf("anomalies %v: want the ledger check to find units given back while held", checks(res))
 	}
