@@ -27,6 +27,8 @@ type holdOp struct {
 	expires int64
 	// call and ret are wall-clock Unix ns, comparable with expires.
 	call, ret int64
+	// api is the instance that was asked, from 1.
+	api int
 }
 
 // holdState is a key's reservation as the model sees it: none yet (""),

@@ -94,12 +94,19 @@ const (
 	reserveSweepEvery = "500ms"
 	reservePendingAge = "3s"
 	reserveLockTTL    = 5 * time.Second
+	// reserveClientTimeout is how long a client waits for an answer: a
+	// retry on an instance slowed by row_lock takes three of its delays
+	// and the product's lock, up to about 14.7 s, and its answer is what
+	// the untruthful-refusal check reads.
+	reserveClientTimeout = 20 * time.Second
 )
 
 // reserveTargets are where the reserve workload's faults strike: the Redis
 // servers (any kind), Postgres (the network kinds, and terminated
 // sessions), the API processes (SIGSTOP, SIGKILL and a restart; pauses up
-// to past the lock's TTL) and the reservations' pause knob.
+// to past the lock's TTL), the reservations' pause knob, and row_lock
+// (activations blocked 10-30 s while one instance's database is slow past
+// the lock's TTL: rowlock.go).
 func reserveTargets() []target {
 	return []target{
 		{kinds: []Kind{FaultLatency, FaultTimeout, FaultResetPeer, FaultSlowClose, FaultBandwidth, FaultPause, FaultRestart, FaultSnapshot},
@@ -109,6 +116,7 @@ func reserveTargets() []target {
 		{kinds: []Kind{FaultPause, FaultRestart}, nodes: []int{reserveFirstAPI, reserveFirstAPI + 1},
 			minFor: 500 * time.Millisecond, maxFor: 8 * time.Second},
 		{kinds: []Kind{FaultClientPause}, nodes: []int{-1}, minFor: 300 * time.Millisecond, maxFor: 2 * time.Second},
+		{kinds: []Kind{FaultRowLock}, nodes: []int{reserveFirstAPI, reserveFirstAPI + 1}, minFor: 10 * time.Second, maxFor: 30 * time.Second},
 	}
 }
 
@@ -137,16 +145,17 @@ func RunReserve(ctx context.Context, cfg ReserveConfig) (*Result, error) {
 	if faults == nil {
 		faults = newTargetSchedule(cfg.Seed, cfg.Duration, 5*time.Second, reserveTargets())
 	}
+	products := make([]int64, cfg.Products)
+	for i := range products {
+		products[i] = int64(i + 1)
+	}
 	inj := srv.injector(env)
 	inj.apis, inj.apiNode = apis, reserveFirstAPI
 	inj.latency = map[int]string{reservePostgres: `{"latency": 1000, "jitter": 800}`}
 	inj.terminate = func(ctx context.Context) error { return terminateSessions(ctx, checker) }
 	inj.onClientPause = func(on bool) { pauseReservations(apis, on) }
+	inj.rowLock = rowLockFault(checker, products, inj.api)
 
-	products := make([]int64, cfg.Products)
-	for i := range products {
-		products[i] = int64(i + 1)
-	}
 	start := time.Now()
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
@@ -160,7 +169,7 @@ func RunReserve(ctx context.Context, cfg ReserveConfig) (*Result, error) {
 	var wg sync.WaitGroup
 	for i := range clients {
 		clients[i] = &reserveClient{id: i, r: rand.New(rand.NewPCG(cfg.Seed, uint64(i))), cfg: cfg, apis: apis, h: h,
-			hc: &http.Client{Timeout: 15 * time.Second}}
+			hc: &http.Client{Timeout: reserveClientTimeout}, takenAt: takenAt(checker)}
 		wg.Go(func() { clients[i].run(runCtx) })
 	}
 	recs := inj.run(runCtx, start, faults)
@@ -180,12 +189,15 @@ func RunReserve(ctx context.Context, cfg ReserveConfig) (*Result, error) {
 	sampled.Wait()
 
 	res := &Result{Workload: "reserve", Seed: cfg.Seed, Duration: time.Since(start), Faults: recs, Ops: h.counts,
-		Checks: []string{checkHoldsName, checkLedgerName, checkRestName, checkOversoldName, checkReplayName, checkNo500Name, checkReadyName}}
+		Checks: []string{checkHoldsName, checkLedgerName, checkRestName, checkOrphanedName, checkUntruthfulName, checkOversoldName,
+			checkReplayName, checkNo500Name, checkReadyName}}
 	res.Ops["ledger_samples"] = sampler.samples
+	res.Ops["ledger_orphaned_samples"] = sampler.orphaned
 	res.Anomalies = append(res.Anomalies, down...)
 	res.Anomalies = append(res.Anomalies, capAnomalies(h.anomalies)...)
 	res.Anomalies = append(res.Anomalies, capAnomalies(sampler.anomalies)...)
-	res.Anomalies = append(res.Anomalies, atRest(ctx, checker, products, time.Minute)...)
+	res.Anomalies = append(res.Anomalies, capAnomalies(atRest(ctx, checker, products, time.Minute, h, start))...)
+	res.Anomalies = append(res.Anomalies, capAnomalies(untruthfulRefusals(ctx, checker, h, start))...)
 	res.Anomalies = append(res.Anomalies, checkHolds(h.ops, cfg.OutDir)...)
 	return res, nil
 }
@@ -272,11 +284,24 @@ func startAPIs(ctx context.Context, env *Env, cfg ReserveConfig, srv *servers, d
 	return apis, nil
 }
 
+// takenAt returns a look-up of when the warehouse applied the take of an
+// idempotency key, on the checker's pool.
+func takenAt(checker *pgxpool.Pool) func(key string) (time.Time, bool) {
+	return func(key string) (time.Time, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var at time.Time
+		err := checker.QueryRow(ctx, `SELECT moved_at FROM warehouse_moves WHERE move_key = $1`, catalog.TakeKey(key)).Scan(&at)
+		return at, err == nil
+	}
+}
+
 // checkerPool is a pool on the run's database, without the proxy, whose
 // sessions the terminate fault spares.
 func checkerPool(ctx context.Context, db *pgxpool.Pool) (*pgxpool.Pool, error) {
 	c := db.Config().Copy()
 	c.ConnConfig.RuntimeParams["application_name"] = checkerApp
+	c.MaxConns = max(c.MaxConns, 8) // the sampler, the row_lock fault's session, the clients' look-ups
 	return pgxpool.NewWithConfig(ctx, c)
 }
 
@@ -296,23 +321,15 @@ func terminateSessions(ctx context.Context, checker *pgxpool.Pool) error {
 
 // pauseReservations turns the instances' reservation pause knob on (every
 // reservation stops past the lock's TTL between its warehouse read and
-// write) or off. An instance that is down misses it (a restarted one starts
+// write) or off, leaving their other knobs (a row_lock's database latency)
+// as they are. An instance that is down misses it (a restarted one starts
 // with it off); RunReserve turns it off again once the faults are over.
 func pauseReservations(apis []*apiProcess, on bool) {
-	body := `{}`
+	ms, percent := int64(0), 0
 	if on {
-		body = fmt.Sprintf(`{"reservation_pause_ms": %d, "reservation_pause_percent": 100}`, reserveLockTTL*3/2/time.Millisecond)
+		ms, percent = (reserveLockTTL * 3 / 2).Milliseconds(), 100
 	}
-	hc := &http.Client{Timeout: 2 * time.Second}
 	for _, p := range apis {
-		req, err := http.NewRequest(http.MethodPut, p.URL()+"/admin/faults", strings.NewReader(body))
-		if err != nil {
-			continue
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+adminToken)
-		if resp, err := hc.Do(req); err == nil {
-			resp.Body.Close()
-		}
+		_ = patchFaults(p, fmt.Sprintf(`{"reservation_pause_ms": %d, "reservation_pause_percent": %d}`, ms, percent))
 	}
 }

@@ -108,6 +108,27 @@ func TestReserveCatchesGiveFirst(t *testing.T) {
 	}
 }
 
+// TestReserveCatchesOrphaningRetry: the nemesis of issue 40 (row_lock,
+// rowlock.go) on the code before its fix. The first API's reservations take
+// their units, wait on the inventory rows and answer 503; the clients retry
+// them at once on the second API, whose database is slowed past the lock's
+// TTL: the retry loses its lock before its take, removes the intent and
+// answers 409 fenced while the first attempt's take holds the units. The
+// checker must find the untruthful 409, or the orphaned units at rest.
+func TestReserveCatchesOrphaningRetry(t *testing.T) {
+	parallelWorkload(t)
+	faults := []Fault{{Kind: FaultRowLock, Node: reserveFirstAPI + 1, At: time.Second, For: 30 * time.Second}}
+	res := runReserve(t, ReserveConfig{Seed: 11, Duration: 40 * time.Second, Faults: faults})
+	if seen := checks(res); !seen[checkOrphanedName] && !seen[checkUntruthfulName] {
+		t.Errorf("anomalies %v: want units orphaned by a retry, or a 409 for a key whose units were taken", seen)
+	}
+	for _, f := range res.Faults {
+		if f.Began.IsZero() || f.Err != "" {
+			t.Errorf("fault %v was not applied: %s", f.Fault, f.Err)
+		}
+	}
+}
+
 // TestReserveWorkloadUnsafeIsCaught: against instances in unsafe mode,
 // with reservations pausing between their warehouse read and write, the
 // checker finds lost writes (units that came from nowhere) and units

@@ -23,6 +23,7 @@ const (
 	FaultClientPause Kind = "client_pause" // critical sections begun meanwhile stop past the lock's TTL
 	FaultClockSkew   Kind = "clock_skew"   // one cache instance's clock runs ahead (cache workload only)
 	FaultTerminate   Kind = "terminate"    // every database session of the run terminated, again and again (reserve workload only)
+	FaultRowLock     Kind = "row_lock"     // the products' inventory rows locked, one API's database slowed past the lock's TTL (reserve workload only)
 )
 
 // Kinds lists the fault kinds every workload takes, in a fixed order
