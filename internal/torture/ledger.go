@@ -152,22 +152,33 @@ func orphanedTakes(ctx context.Context, db *pgxpool.Pool, product int64, h *rese
 	if err != nil {
 		return []string{fmt.Sprintf("listing the orphaned takes: %v", err)}
 	}
-	type take struct {
+	var (
+		out   []string
 		key   string
 		units int
 		at    time.Time
-	}
-	takes, err := pgx.CollectRows(rows, pgx.RowToStructByPos[take])
+	)
+	_, err = pgx.ForEachRow(rows, []any{&key, &units, &at}, func() error {
+		key := strings.TrimPrefix(key, "take:")
+		out = append(out, fmt.Sprintf("key %q: %d units taken at %v", key, units, at.Sub(start).Round(time.Millisecond)))
+		out = append(out, h.opsOf(key, start)...)
+		return nil
+	})
 	if err != nil {
 		return []string{fmt.Sprintf("listing the orphaned takes: %v", err)}
 	}
-	var out []string
-	for _, t := range takes {
-		key := strings.TrimPrefix(t.key, "take:")
-		out = append(out, fmt.Sprintf("key %q: %d units taken at %v", key, t.units, t.at.Sub(start).Round(time.Millisecond)))
-		out = append(out, h.opsOf(key, start)...)
-	}
 	return out
+}
+
+// untruthful reports whether r answered 409 though its key's take had been
+// applied before the answer, by the look-up right after it or by restAt
+// (taken: the take was there at rest), and returns when it was.
+func (r refusal) untruthful(restAt time.Time, taken bool) (time.Time, bool) {
+	at := restAt
+	if r.taken && (!taken || r.takenAt.Before(at)) {
+		at, taken = r.takenAt, true
+	}
+	return at, taken && at.UnixNano() < r.ret
 }
 
 // untruthfulRefusals returns an anomaly for every 409 (insufficient stock,
@@ -195,11 +206,9 @@ func untruthfulRefusals(ctx context.Context, db *pgxpool.Pool, h *reserveHistory
 	}
 	var out []Anomaly
 	for _, r := range h.refusals {
-		at, taken := takenAt[r.key]
-		if r.taken && (!taken || r.takenAt.Before(at)) {
-			at, taken = r.takenAt, true
-		}
-		if !taken || at.UnixNano() >= r.ret {
+		restAt, taken := takenAt[r.key]
+		at, untruthful := r.untruthful(restAt, taken)
+		if !untruthful {
 			continue
 		}
 		out = append(out, Anomaly{Check: checkUntruthfulName,

@@ -124,8 +124,9 @@ func reserveTargets() []target {
 // hold must fit one history of it (porcupine, holdsModel); every ledger
 // sampled during the run must have each unit in exactly one place; at rest,
 // once the faults are over and the clients have settled what they did not
-// learn, every unit must be held or free; nothing may be oversold; replays
-// return their reservation; no answer is a 500.
+// learn, every unit must be held or free and none orphaned; no 409 may be
+// answered for a key whose take was applied before the answer; nothing may
+// be oversold; replays return their reservation; no answer is a 500.
 func RunReserve(ctx context.Context, cfg ReserveConfig) (*Result, error) {
 	cfg.defaults()
 	env := &Env{}
