@@ -21,7 +21,8 @@ type holdOp struct {
 	// done, missing.
 	outcome string
 	// id, status and expires are what the answer said of the reservation,
-	// when it said it (expires in Unix ns).
+	// when it said it (expires in Unix ns); a refusal's status is its
+	// problem type.
 	id      int64
 	status  string
 	expires int64

@@ -110,13 +110,15 @@ const (
 func reserveTargets() []target {
 	return []target{
 		{kinds: []Kind{FaultLatency, FaultTimeout, FaultResetPeer, FaultSlowClose, FaultBandwidth, FaultPause, FaultRestart, FaultSnapshot},
-			nodes: []int{0, 1, 2, 3}, minFor: 300 * time.Millisecond, maxFor: 2 * time.Second},
+			nodes: []int{0, 1, 2, 3}, minFor: 300 * time.Millisecond, maxFor: 2 * time.Second, weight: 15},
 		{kinds: []Kind{FaultLatency, FaultTimeout, FaultResetPeer, FaultSlowClose, FaultBandwidth, FaultTerminate},
-			nodes: []int{reservePostgres}, minFor: 300 * time.Millisecond, maxFor: 3 * time.Second},
+			nodes: []int{reservePostgres}, minFor: 300 * time.Millisecond, maxFor: 3 * time.Second, weight: 15},
 		{kinds: []Kind{FaultPause, FaultRestart}, nodes: []int{reserveFirstAPI, reserveFirstAPI + 1},
-			minFor: 500 * time.Millisecond, maxFor: 8 * time.Second},
-		{kinds: []Kind{FaultClientPause}, nodes: []int{-1}, minFor: 300 * time.Millisecond, maxFor: 2 * time.Second},
-		{kinds: []Kind{FaultRowLock}, nodes: []int{reserveFirstAPI, reserveFirstAPI + 1}, minFor: 10 * time.Second, maxFor: 30 * time.Second},
+			minFor: 500 * time.Millisecond, maxFor: 8 * time.Second, weight: 15},
+		{kinds: []Kind{FaultClientPause}, nodes: []int{-1}, minFor: 300 * time.Millisecond, maxFor: 2 * time.Second, weight: 15},
+		// Rare: while it lasts, little else happens to reservations.
+		{kinds: []Kind{FaultRowLock}, nodes: []int{reserveFirstAPI, reserveFirstAPI + 1},
+			minFor: 10 * time.Second, maxFor: 30 * time.Second, weight: 1},
 	}
 }
 

@@ -271,10 +271,10 @@ func (c *reserveClient) reserveOnce(hd *hold) (retry bool) {
 		hd.id, hd.known = a.ID, true
 		hd.ended = hd.ended || a.Status != "active"
 	case a.code == http.StatusConflict:
-		op.outcome, hd.refused = "refused", true
+		op.outcome, op.status, hd.refused = "refused", a.Type, true
 		c.h.refusal(c.refused(hd, a.Type, op))
 	case a.code == http.StatusServiceUnavailable && a.Type == "/problems/busy":
-		op.outcome = "refused"
+		op.outcome, op.status = "refused", a.Type
 	case a.code == http.StatusUnprocessableEntity:
 		c.h.anomaly(Anomaly{Check: checkReplayName, Detail: fmt.Sprintf("key %q, always sent with %d of product %d, answered 422", hd.key, hd.units, hd.product)})
 		op.outcome = "unknown"

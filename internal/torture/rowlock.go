@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -90,20 +91,55 @@ func patchFaults(api *apiProcess, body string) error {
 	return nil
 }
 
+// rowLocks holds the products' inventory rows while any row_lock fault is
+// on: two at once (one per instance) share the hold.
+type rowLocks struct {
+	db       *pgxpool.Pool
+	products []int64
+
+	mu      sync.Mutex
+	holders int
+	release func()
+}
+
+// hold holds the rows, or counts one more holder of the rows held.
+func (l *rowLocks) hold() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holders == 0 {
+		release, err := holdRows(context.Background(), l.db, l.products)
+		if err != nil {
+			return err
+		}
+		l.release = release
+	}
+	l.holders++
+	return nil
+}
+
+// unhold releases the rows when the last holder goes.
+func (l *rowLocks) unhold() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holders--; l.holders == 0 {
+		l.release()
+	}
+}
+
 // rowLockFault returns the injector's row_lock hook: on API node n it holds
 // products' inventory rows on db and slows that instance's database; the
 // func it returns undoes whatever was done, also when it failed halfway.
 func rowLockFault(db *pgxpool.Pool, products []int64, api func(n int) *apiProcess) func(n int) (func() error, error) {
+	rows := &rowLocks{db: db, products: products}
 	return func(n int) (func() error, error) {
 		p := api(n)
 		if p == nil {
 			return nil, fmt.Errorf("row_lock: node %d is not an API process", n)
 		}
-		release, err := holdRows(context.Background(), db, products)
-		if err != nil {
+		if err := rows.hold(); err != nil {
 			return nil, err
 		}
-		undo := func() error { release(); return slowDatabase(p, 0) }
+		undo := func() error { rows.unhold(); return slowDatabase(p, 0) }
 		if err := slowDatabase(p, rowLockDBDelay); err != nil {
 			return undo, errors.Join(err, undo())
 		}
