@@ -33,6 +33,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		unsafe   = fs.Bool("unsafe", false, "check the checker: the lock workload without fencing at the register, the cache workload through a naive unguarded cache, the reserve workload with the order of effects before the saga (-give-first); anomalies are expected")
 		near     = fs.Duration("near", 0, "cache workload: the near-cache variant (one standalone Redis, go-redis client-side caching with this MaxStaleness, e.g. 500ms), checked for bounded staleness; with -unsafe its near caches drop invalidation pushes")
 		apiBin   = fs.String("api-bin", "", "the cmd/api binary the reserve workload attacks; empty builds it from this module")
+		flaws    = fs.String("flaws", "", "reserve workload: checker-only flaws the API processes run with (cmd/api -flaws), comma-separated: give-first, abandon-unlooked; anomalies are expected")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -56,7 +57,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return torture.RunCache(ctx, torture.CacheConfig{Seed: *seed, Duration: d, Unsafe: *unsafe, Near: *near})
 	}}
 	reserve := step{"reserve", func(ctx context.Context, d time.Duration) (*torture.Result, error) {
-		return torture.RunReserve(ctx, torture.ReserveConfig{Seed: *seed, Duration: d, GiveFirst: *unsafe, OutDir: *out, APIBinary: *apiBin})
+		cfg := torture.ReserveConfig{Seed: *seed, Duration: d, OutDir: *out, APIBinary: *apiBin}
+		if *flaws != "" {
+			cfg.Flaws = strings.Split(*flaws, ",")
+		}
+		if *unsafe {
+			cfg.Flaws = append(cfg.Flaws, torture.FlawGiveFirst)
+		}
+		return torture.RunReserve(ctx, cfg)
 	}}
 	var steps []step
 	switch *workload {

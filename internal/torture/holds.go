@@ -21,12 +21,15 @@ type holdOp struct {
 	// done, missing.
 	outcome string
 	// id, status and expires are what the answer said of the reservation,
-	// when it said it (expires in Unix ns).
+	// when it said it (expires in Unix ns); a refusal's status is its
+	// problem type.
 	id      int64
 	status  string
 	expires int64
 	// call and ret are wall-clock Unix ns, comparable with expires.
 	call, ret int64
+	// api is the instance that was asked, from 1.
+	api int
 }
 
 // holdState is a key's reservation as the model sees it: none yet (""),

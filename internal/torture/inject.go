@@ -2,6 +2,7 @@ package torture
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,10 @@ type injector struct {
 	// run; it runs every 300 ms while the fault lasts.
 	terminate   func(context.Context) error
 	terminating map[int]context.CancelFunc
+	// rowLock, for row_lock faults on API node n, blocks activations and
+	// slows that instance's database; the func it returns undoes both.
+	rowLock  func(n int) (undo func() error, err error)
+	rowLocks map[int]func() error
 }
 
 // api returns the API process that is node n, nil if n is not one.
@@ -75,7 +80,23 @@ func (in *injector) beginTerminating(n int) error {
 	return err
 }
 
+// beginRowLock starts a row_lock fault on node n; its end undoes it.
+func (in *injector) beginRowLock(n int) error {
+	if in.rowLock == nil {
+		return errors.New("row_lock: not a fault of this workload")
+	}
+	undo, err := in.rowLock(n)
+	if in.rowLocks == nil {
+		in.rowLocks = map[int]func() error{}
+	}
+	in.rowLocks[n] = undo
+	return err
+}
+
 func (in *injector) begin(f Fault) error {
+	if f.Kind == FaultRowLock {
+		return in.beginRowLock(f.Node)
+	}
 	if a := in.api(f.Node); a != nil {
 		if f.Kind == FaultRestart {
 			return a.kill()
@@ -116,6 +137,14 @@ func (in *injector) begin(f Fault) error {
 }
 
 func (in *injector) end(f Fault) error {
+	if f.Kind == FaultRowLock {
+		undo := in.rowLocks[f.Node]
+		delete(in.rowLocks, f.Node)
+		if undo == nil {
+			return nil
+		}
+		return undo()
+	}
 	if a := in.api(f.Node); a != nil {
 		if f.Kind == FaultRestart {
 			return a.restart()

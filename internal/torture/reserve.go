@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,9 +30,10 @@ type ReserveConfig struct {
 	// Mode is the instances' reservation mode; "" is fenced. In unsafe mode
 	// the checker must find units sold twice.
 	Mode catalog.Mode
-	// GiveFirst runs the instances with the order of effects before the
-	// saga (cmd/api -give-first): the checker must find units sold twice.
-	GiveFirst bool
+	// Flaws are checker-only flaws the instances run with (cmd/api
+	// -flaws, env FLAWS), to show that the checks catch them: FlawGiveFirst
+	// must be found as units sold twice. None by default.
+	Flaws []string
 	// Products each start with Stock units; Clients send requests at once.
 	Products, Stock, Clients int
 	// OutDir receives porcupine's visualisation of a history that is not
@@ -42,6 +44,27 @@ type ReserveConfig struct {
 	// APIBinary is the cmd/api binary to attack; "" builds it from this
 	// module (the go command must be on PATH).
 	APIBinary string
+}
+
+// The flaws cmd/api can be given for checkers (ReserveConfig.Flaws).
+const (
+	// FlawGiveFirst gives a cancelled hold's units back before the catalog
+	// ends it: the order of effects before the saga.
+	FlawGiveFirst = "give-first"
+	// FlawAbandonUnlooked lets an attempt remove its intent and answer 409
+	// without looking whether an earlier attempt's take of its key was
+	// applied: the orphaning retry of issue 40.
+	FlawAbandonUnlooked = "abandon-unlooked"
+)
+
+// flawsEnv is the environment entry that gives the API processes flaws.
+// cmd/api takes them as FLAWS once issue 40's fix lands; until then it
+// knows give-first only, as GIVE_FIRST (and abandon-unlooked is its
+// native behaviour). The switch is this one line:
+//
+//	return "FLAWS=" + strings.Join(flaws, ",")
+func flawsEnv(flaws []string) string {
+	return "GIVE_FIRST=" + strconv.FormatBool(slices.Contains(flaws, FlawGiveFirst))
 }
 
 func (c *ReserveConfig) defaults() {
@@ -71,21 +94,31 @@ const (
 	reserveSweepEvery = "500ms"
 	reservePendingAge = "3s"
 	reserveLockTTL    = 5 * time.Second
+	// reserveClientTimeout is how long a client waits for an answer: a
+	// retry on an instance slowed by row_lock takes three of its delays
+	// and the product's lock, up to about 14.7 s, and its answer is what
+	// the untruthful-refusal check reads.
+	reserveClientTimeout = 20 * time.Second
 )
 
 // reserveTargets are where the reserve workload's faults strike: the Redis
 // servers (any kind), Postgres (the network kinds, and terminated
 // sessions), the API processes (SIGSTOP, SIGKILL and a restart; pauses up
-// to past the lock's TTL) and the reservations' pause knob.
+// to past the lock's TTL), the reservations' pause knob, and row_lock
+// (activations blocked 10-30 s while one instance's database is slow past
+// the lock's TTL: rowlock.go).
 func reserveTargets() []target {
 	return []target{
 		{kinds: []Kind{FaultLatency, FaultTimeout, FaultResetPeer, FaultSlowClose, FaultBandwidth, FaultPause, FaultRestart, FaultSnapshot},
-			nodes: []int{0, 1, 2, 3}, minFor: 300 * time.Millisecond, maxFor: 2 * time.Second},
+			nodes: []int{0, 1, 2, 3}, minFor: 300 * time.Millisecond, maxFor: 2 * time.Second, weight: 15},
 		{kinds: []Kind{FaultLatency, FaultTimeout, FaultResetPeer, FaultSlowClose, FaultBandwidth, FaultTerminate},
-			nodes: []int{reservePostgres}, minFor: 300 * time.Millisecond, maxFor: 3 * time.Second},
+			nodes: []int{reservePostgres}, minFor: 300 * time.Millisecond, maxFor: 3 * time.Second, weight: 15},
 		{kinds: []Kind{FaultPause, FaultRestart}, nodes: []int{reserveFirstAPI, reserveFirstAPI + 1},
-			minFor: 500 * time.Millisecond, maxFor: 8 * time.Second},
-		{kinds: []Kind{FaultClientPause}, nodes: []int{-1}, minFor: 300 * time.Millisecond, maxFor: 2 * time.Second},
+			minFor: 500 * time.Millisecond, maxFor: 8 * time.Second, weight: 15},
+		{kinds: []Kind{FaultClientPause}, nodes: []int{-1}, minFor: 300 * time.Millisecond, maxFor: 2 * time.Second, weight: 15},
+		// Rare: while it lasts, little else happens to reservations.
+		{kinds: []Kind{FaultRowLock}, nodes: []int{reserveFirstAPI, reserveFirstAPI + 1},
+			minFor: 10 * time.Second, maxFor: 30 * time.Second, weight: 1},
 	}
 }
 
@@ -93,8 +126,9 @@ func reserveTargets() []target {
 // hold must fit one history of it (porcupine, holdsModel); every ledger
 // sampled during the run must have each unit in exactly one place; at rest,
 // once the faults are over and the clients have settled what they did not
-// learn, every unit must be held or free; nothing may be oversold; replays
-// return their reservation; no answer is a 500.
+// learn, every unit must be held or free and none orphaned; no 409 may be
+// answered for a key whose take was applied before the answer; nothing may
+// be oversold; replays return their reservation; no answer is a 500.
 func RunReserve(ctx context.Context, cfg ReserveConfig) (*Result, error) {
 	cfg.defaults()
 	env := &Env{}
@@ -114,16 +148,17 @@ func RunReserve(ctx context.Context, cfg ReserveConfig) (*Result, error) {
 	if faults == nil {
 		faults = newTargetSchedule(cfg.Seed, cfg.Duration, 5*time.Second, reserveTargets())
 	}
+	products := make([]int64, cfg.Products)
+	for i := range products {
+		products[i] = int64(i + 1)
+	}
 	inj := srv.injector(env)
 	inj.apis, inj.apiNode = apis, reserveFirstAPI
 	inj.latency = map[int]string{reservePostgres: `{"latency": 1000, "jitter": 800}`}
 	inj.terminate = func(ctx context.Context) error { return terminateSessions(ctx, checker) }
 	inj.onClientPause = func(on bool) { pauseReservations(apis, on) }
+	inj.rowLock = rowLockFault(checker, products, inj.api)
 
-	products := make([]int64, cfg.Products)
-	for i := range products {
-		products[i] = int64(i + 1)
-	}
 	start := time.Now()
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
@@ -137,7 +172,7 @@ func RunReserve(ctx context.Context, cfg ReserveConfig) (*Result, error) {
 	var wg sync.WaitGroup
 	for i := range clients {
 		clients[i] = &reserveClient{id: i, r: rand.New(rand.NewPCG(cfg.Seed, uint64(i))), cfg: cfg, apis: apis, h: h,
-			hc: &http.Client{Timeout: 15 * time.Second}}
+			hc: &http.Client{Timeout: reserveClientTimeout}, takenAt: takenAt(checker)}
 		wg.Go(func() { clients[i].run(runCtx) })
 	}
 	recs := inj.run(runCtx, start, faults)
@@ -157,12 +192,15 @@ func RunReserve(ctx context.Context, cfg ReserveConfig) (*Result, error) {
 	sampled.Wait()
 
 	res := &Result{Workload: "reserve", Seed: cfg.Seed, Duration: time.Since(start), Faults: recs, Ops: h.counts,
-		Checks: []string{checkHoldsName, checkLedgerName, checkRestName, checkOversoldName, checkReplayName, checkNo500Name, checkReadyName}}
+		Checks: []string{checkHoldsName, checkLedgerName, checkRestName, checkOrphanedName, checkUntruthfulName, checkOversoldName,
+			checkReplayName, checkNo500Name, checkReadyName}}
 	res.Ops["ledger_samples"] = sampler.samples
+	res.Ops["ledger_orphaned_samples"] = sampler.orphaned
 	res.Anomalies = append(res.Anomalies, down...)
 	res.Anomalies = append(res.Anomalies, capAnomalies(h.anomalies)...)
 	res.Anomalies = append(res.Anomalies, capAnomalies(sampler.anomalies)...)
-	res.Anomalies = append(res.Anomalies, atRest(ctx, checker, products, time.Minute)...)
+	res.Anomalies = append(res.Anomalies, capAnomalies(atRest(ctx, checker, products, time.Minute, h, start))...)
+	res.Anomalies = append(res.Anomalies, capAnomalies(untruthfulRefusals(ctx, checker, h, start))...)
 	res.Anomalies = append(res.Anomalies, checkHolds(h.ops, cfg.OutDir)...)
 	return res, nil
 }
@@ -226,7 +264,7 @@ func startAPIs(ctx context.Context, env *Env, cfg ReserveConfig, srv *servers, d
 	environ := []string{"DATABASE_URL=" + dbURL, "REDIS_URL=redis://" + srv.px.list[0].Listen, "LOCK_REDIS_URLS=" + strings.Join(locks, ","),
 		"ADMIN_TOKEN=" + adminToken, "MIGRATE=false", "RESERVATION_MODE=" + string(mode), "LOG_LEVEL=warn",
 		"HOLD_TTL=" + reserveHoldTTL, "SWEEP_EVERY=" + reserveSweepEvery, "PENDING_AGE=" + reservePendingAge,
-		"GIVE_FIRST=" + strconv.FormatBool(cfg.GiveFirst), "OTEL_EXPORTER_OTLP_ENDPOINT="}
+		flawsEnv(cfg.Flaws), "OTEL_EXPORTER_OTLP_ENDPOINT="}
 	logDir := dir
 	if cfg.OutDir != "" {
 		if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
@@ -249,11 +287,24 @@ func startAPIs(ctx context.Context, env *Env, cfg ReserveConfig, srv *servers, d
 	return apis, nil
 }
 
+// takenAt returns a look-up of when the warehouse applied the take of an
+// idempotency key, on the checker's pool.
+func takenAt(checker *pgxpool.Pool) func(key string) (time.Time, bool) {
+	return func(key string) (time.Time, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var at time.Time
+		err := checker.QueryRow(ctx, `SELECT moved_at FROM warehouse_moves WHERE move_key = $1`, catalog.TakeKey(key)).Scan(&at)
+		return at, err == nil
+	}
+}
+
 // checkerPool is a pool on the run's database, without the proxy, whose
 // sessions the terminate fault spares.
 func checkerPool(ctx context.Context, db *pgxpool.Pool) (*pgxpool.Pool, error) {
 	c := db.Config().Copy()
 	c.ConnConfig.RuntimeParams["application_name"] = checkerApp
+	c.MaxConns = max(c.MaxConns, 8) // the sampler, the row_lock fault's session, the clients' look-ups
 	return pgxpool.NewWithConfig(ctx, c)
 }
 
@@ -273,23 +324,15 @@ func terminateSessions(ctx context.Context, checker *pgxpool.Pool) error {
 
 // pauseReservations turns the instances' reservation pause knob on (every
 // reservation stops past the lock's TTL between its warehouse read and
-// write) or off. An instance that is down misses it (a restarted one starts
+// write) or off, leaving their other knobs (a row_lock's database latency)
+// as they are. An instance that is down misses it (a restarted one starts
 // with it off); RunReserve turns it off again once the faults are over.
 func pauseReservations(apis []*apiProcess, on bool) {
-	body := `{}`
+	ms, percent := int64(0), 0
 	if on {
-		body = fmt.Sprintf(`{"reservation_pause_ms": %d, "reservation_pause_percent": 100}`, reserveLockTTL*3/2/time.Millisecond)
+		ms, percent = (reserveLockTTL * 3 / 2).Milliseconds(), 100
 	}
-	hc := &http.Client{Timeout: 2 * time.Second}
 	for _, p := range apis {
-		req, err := http.NewRequest(http.MethodPut, p.URL()+"/admin/faults", strings.NewReader(body))
-		if err != nil {
-			continue
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+adminToken)
-		if resp, err := hc.Do(req); err == nil {
-			resp.Body.Close()
-		}
+		_ = patchFaults(p, fmt.Sprintf(`{"reservation_pause_ms": %d, "reservation_pause_percent": %d}`, ms, percent))
 	}
 }

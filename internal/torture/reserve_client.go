@@ -22,6 +22,41 @@ type reserveHistory struct {
 	ops       []holdOp
 	counts    map[string]int
 	anomalies []Anomaly
+	refusals  []refusal
+}
+
+// refusal is a reservation answered 409 (insufficient stock, fenced): the
+// answer says that nothing was reserved under its key.
+type refusal struct {
+	key, problem string
+	api          int   // the instance that answered, from 1
+	call, ret    int64 // Unix ns
+	// takenAt is when the warehouse applied the key's take, if it had when
+	// the answer came (taken).
+	takenAt time.Time
+	taken   bool
+}
+
+func (h *reserveHistory) refusal(r refusal) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.refusals = append(h.refusals, r)
+}
+
+// opsOf returns the operations on key, one line each, with times relative
+// to start, for an anomaly's excerpt.
+func (h *reserveHistory) opsOf(key string, start time.Time) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, op := range h.ops {
+		if op.key == key {
+			out = append(out, fmt.Sprintf("client %d, API %d, %v to %v: %s %s → %s %s (id %d)", op.client, op.api,
+				time.Duration(op.call-start.UnixNano()).Round(time.Millisecond), time.Duration(op.ret-start.UnixNano()).Round(time.Millisecond),
+				op.kind, op.key, op.outcome, op.status, op.id))
+		}
+	}
+	return out
 }
 
 func (h *reserveHistory) record(op holdOp) {
@@ -64,6 +99,7 @@ type hold struct {
 	id      int64
 	known   bool // an answer said it exists
 	ended   bool // a cancel was answered, or a read said it ended
+	refused bool // the last answer was a 409: nothing was reserved
 }
 
 // reserveClient sends requests to the API instances until its context
@@ -82,6 +118,9 @@ type reserveClient struct {
 	seq    int
 	base   string
 	hangUp bool
+	// takenAt, if set, looks up when the warehouse applied the take of
+	// an idempotency key (false: it has not).
+	takenAt func(key string) (time.Time, bool)
 }
 
 func (c *reserveClient) run(ctx context.Context) {
@@ -93,9 +132,9 @@ func (c *reserveClient) run(ctx context.Context) {
 			c.seq++
 			hd := &hold{key: fmt.Sprintf("c%d-%d", c.id, c.seq), product: int64(1 + c.r.IntN(c.cfg.Products)), units: 1 + c.r.IntN(3)}
 			c.holds = append(c.holds, hd)
-			c.reserve(hd)
+			c.reserve(ctx, hd)
 		case p < 55:
-			c.reserve(c.holds[c.r.IntN(len(c.holds))]) // a retry, or a replay
+			c.reserve(ctx, c.holds[c.r.IntN(len(c.holds))]) // a retry, or a replay
 		case p < 75:
 			if hd := c.pick(); hd != nil {
 				c.cancel(hd)
@@ -174,11 +213,52 @@ func (c *reserveClient) call(method, url, body string) answer {
 	return a
 }
 
-func (c *reserveClient) reserve(hd *hold) {
-	op := holdOp{client: c.id, key: hd.key, kind: "reserve", call: time.Now().UnixNano()}
+// reserve asks for hd's reservation on c.base; an answer of 503 that is not
+// busy ("retry the same request") is retried at once with the same key on
+// the other instance, up to maxRetries times while ctx lasts, as a client
+// behind a load balancer would.
+func (c *reserveClient) reserve(ctx context.Context, hd *hold) {
+	for range maxRetries {
+		if !c.reserveOnce(hd) || ctx.Err() != nil {
+			return
+		}
+		c.base, c.hangUp = c.other(c.base), false
+		c.h.add("reserve_retried_elsewhere")
+	}
+	c.reserveOnce(hd)
+}
+
+// maxRetries is how many times a client retries a 503 at once.
+const maxRetries = 3
+
+// api is the instance c.base names, from 1.
+func (c *reserveClient) api() int {
+	for i, p := range c.apis {
+		if p.URL() == c.base {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// other returns the URL of another instance than base.
+func (c *reserveClient) other(base string) string {
+	for _, p := range c.apis {
+		if p.URL() != base {
+			return p.URL()
+		}
+	}
+	return base
+}
+
+// reserveOnce sends one request for hd's reservation, records it, and
+// reports whether it was answered 503 "retry" (not busy).
+func (c *reserveClient) reserveOnce(hd *hold) (retry bool) {
+	op := holdOp{client: c.id, key: hd.key, kind: "reserve", api: c.api(), call: time.Now().UnixNano()}
 	a := c.call(http.MethodPost, c.base+"/v1/reservations",
 		fmt.Sprintf(`{"product_id": %d, "quantity": %d, "idempotency_key": %q}`, hd.product, hd.units, hd.key))
 	op.ret = time.Now().UnixNano()
+	hd.refused = false
 	switch {
 	case a.code == http.StatusCreated || a.code == http.StatusOK:
 		op.outcome, op.id, op.status, op.expires = "replayed", a.ID, a.Status, a.ExpiresAt.UnixNano()
@@ -190,8 +270,11 @@ func (c *reserveClient) reserve(hd *hold) {
 		}
 		hd.id, hd.known = a.ID, true
 		hd.ended = hd.ended || a.Status != "active"
-	case a.code == http.StatusConflict, a.code == http.StatusServiceUnavailable && a.Type == "/problems/busy":
-		op.outcome = "refused"
+	case a.code == http.StatusConflict:
+		op.outcome, op.status, hd.refused = "refused", a.Type, true
+		c.h.refusal(c.refused(hd, a.Type, op))
+	case a.code == http.StatusServiceUnavailable && a.Type == "/problems/busy":
+		op.outcome, op.status = "refused", a.Type
 	case a.code == http.StatusUnprocessableEntity:
 		c.h.anomaly(Anomaly{Check: checkReplayName, Detail: fmt.Sprintf("key %q, always sent with %d of product %d, answered 422", hd.key, hd.units, hd.product)})
 		op.outcome = "unknown"
@@ -199,10 +282,22 @@ func (c *reserveClient) reserve(hd *hold) {
 		op.outcome = "unknown" // hung up, cut off, 503 unknown
 	}
 	c.h.record(op)
+	return a.code == http.StatusServiceUnavailable && a.Type != "/problems/busy"
+}
+
+// refused is the record of a 409 to hd's key answered as op: with when the
+// key's take was applied, if it was when the answer came (looked up at
+// once: a stocktake may void an orphaned take before the run is at rest).
+func (c *reserveClient) refused(hd *hold, problem string, op holdOp) refusal {
+	r := refusal{key: hd.key, problem: problem, api: op.api, call: op.call, ret: op.ret}
+	if c.takenAt != nil {
+		r.takenAt, r.taken = c.takenAt(hd.key)
+	}
+	return r
 }
 
 func (c *reserveClient) cancel(hd *hold) {
-	op := holdOp{client: c.id, key: hd.key, kind: "cancel", id: hd.id, call: time.Now().UnixNano()}
+	op := holdOp{client: c.id, key: hd.key, kind: "cancel", id: hd.id, api: c.api(), call: time.Now().UnixNano()}
 	a := c.call(http.MethodPost, c.base+"/v1/reservations/"+strconv.FormatInt(hd.id, 10)+"/cancel", "")
 	op.ret = time.Now().UnixNano()
 	switch a.code {
@@ -218,7 +313,7 @@ func (c *reserveClient) cancel(hd *hold) {
 }
 
 func (c *reserveClient) read(hd *hold) {
-	op := holdOp{client: c.id, key: hd.key, kind: "read", id: hd.id, call: time.Now().UnixNano()}
+	op := holdOp{client: c.id, key: hd.key, kind: "read", id: hd.id, api: c.api(), call: time.Now().UnixNano()}
 	hangUp := c.hangUp
 	c.hangUp = false // a read that hangs up says nothing
 	a := c.call(http.MethodGet, c.base+"/v1/reservations/"+strconv.FormatInt(hd.id, 10), "")
@@ -251,13 +346,15 @@ func (c *reserveClient) stocktake(product int64) {
 // settle retries, once the faults are over and without hanging up, every
 // reservation whose outcome the client never learned, as a careful client
 // would; the model checks these answers too. Holds it knows of may stay:
-// at rest a held unit is in its place.
+// at rest a held unit is in its place. A key last answered 409 is not
+// retried: the answer said nothing was reserved, so a unit its take holds
+// stays orphaned for the checks at rest to find.
 func (c *reserveClient) settle() {
 	c.hangUp = false
 	for _, hd := range c.holds {
-		if !hd.known {
+		if !hd.known && !hd.refused {
 			c.base = c.apis[c.r.IntN(len(c.apis))].URL()
-			c.reserve(hd)
+			c.reserve(context.Background(), hd)
 		}
 	}
 }

@@ -102,9 +102,36 @@ func TestReserveUnderTheCutsThatOversold(t *testing.T) {
 // within two minutes: the clients' hang-ups alone cut cancels there.
 func TestReserveCatchesGiveFirst(t *testing.T) {
 	parallelWorkload(t)
-	res := runReserve(t, ReserveConfig{Seed: 5, Duration: 20 * time.Second, GiveFirst: true})
+	res := runReserve(t, ReserveConfig{Seed: 5, Duration: 20 * time.Second, Flaws: []string{FlawGiveFirst}})
 	if !checks(res)[checkLedgerName] {
 		t.Errorf("anomalies %v: want the ledger check to find units given back while held", checks(res))
+	}
+}
+
+// TestReserveCatchesOrphaningRetry: the nemesis of issue 40 (row_lock,
+// rowlock.go) on the code before its fix. The first API's reservations take
+// their units, wait on the inventory rows and answer 503; the clients retry
+// them at once on the second API, whose database is slowed past the lock's
+// TTL: the retry loses its lock before its take, removes the intent and
+// answers 409 fenced while the first attempt's take holds the units. The
+// checker must find the untruthful 409, or the orphaned units at rest.
+//
+// A victim's first attempt must take by about 24 s before the fault ends
+// (10 s of blocked activation, then a retry of about 14 s that no
+// reconciler may finish first, and they are free to once the rows are), and
+// each client spends 10-25 s on such a pair, so the fault lasts 40 s and
+// 16 clients share 8 products (fewer waits for a product's lock).
+func TestReserveCatchesOrphaningRetry(t *testing.T) {
+	parallelWorkload(t)
+	faults := []Fault{{Kind: FaultRowLock, Node: reserveFirstAPI + 1, At: time.Second, For: 40 * time.Second}}
+	res := runReserve(t, ReserveConfig{Seed: 11, Duration: 45 * time.Second, Products: 8, Clients: 16, Faults: faults})
+	if seen := checks(res); !seen[checkOrphanedName] && !seen[checkUntruthfulName] {
+		t.Errorf("anomalies %v: want units orphaned by a retry, or a 409 for a key whose units were taken", seen)
+	}
+	for _, f := range res.Faults {
+		if f.Began.IsZero() || f.Err != "" {
+			t.Errorf("fault %v was not applied: %s", f.Fault, f.Err)
+		}
 	}
 }
 
@@ -230,5 +257,35 @@ func TestHoldsModelLetsAnUnansweredCancelLandLate(t *testing.T) {
 	hist = append(hist, holdOp{client: 1, key: "k", kind: "read", outcome: "done", id: 7, status: "active", call: 90, ret: 100})
 	if as := checkHolds(hist, ""); len(as) != 1 {
 		t.Errorf("a hold active after a read saw it cancelled: %v", as)
+	}
+}
+
+// TestRefusalIsUntruthfulOnlyIfTheTakeCameFirst: a 409 is untruthful when
+// its key's take was applied before the answer, as looked up right after
+// it (a stocktake may void the take before the end) or as found at rest; a
+// take begun after the answer is a later retry's.
+func TestRefusalIsUntruthfulOnlyIfTheTakeCameFirst(t *testing.T) {
+	at := func(s int64) time.Time { return time.Unix(s, 0) }
+	answered := refusal{key: "k", call: at(10).UnixNano(), ret: at(20).UnixNano()}
+	seenThen := answered
+	seenThen.takenAt, seenThen.taken = at(5), true
+	for _, c := range []struct {
+		name     string
+		r        refusal
+		restAt   time.Time
+		atRest   bool
+		want     bool
+		wantWhen time.Time
+	}{
+		{"no take", answered, time.Time{}, false, false, time.Time{}},
+		{"taken before, found at rest", answered, at(5), true, true, at(5)},
+		{"taken by a later retry", answered, at(25), true, false, at(25)},
+		{"seen right after, voided by a stocktake", seenThen, time.Time{}, false, true, at(5)},
+		{"seen right after and at rest", seenThen, at(5), true, true, at(5)},
+	} {
+		when, got := c.r.untruthful(c.restAt, c.atRest)
+		if got != c.want || (got && !when.Equal(c.wantWhen)) {
+			t.Errorf("%s: untruthful %v at %v, want %v at %v", c.name, got, when, c.want, c.wantWhen)
+		}
 	}
 }

@@ -23,6 +23,7 @@ const (
 	FaultClientPause Kind = "client_pause" // critical sections begun meanwhile stop past the lock's TTL
 	FaultClockSkew   Kind = "clock_skew"   // one cache instance's clock runs ahead (cache workload only)
 	FaultTerminate   Kind = "terminate"    // every database session of the run terminated, again and again (reserve workload only)
+	FaultRowLock     Kind = "row_lock"     // the products' inventory rows locked, one API's database slowed past the lock's TTL (reserve workload only)
 )
 
 // Kinds lists the fault kinds every workload takes, in a fixed order
@@ -75,15 +76,17 @@ func NewSchedule(seed uint64, d time.Duration, nodes int, kinds []Kind) []Fault 
 }
 
 // target is a family of faults of the reserve workload: one of kinds on
-// one of nodes, lasting minFor to maxFor.
+// one of nodes, lasting minFor to maxFor, drawn weight times as often as a
+// family of weight 1.
 type target struct {
 	kinds          []Kind
 	nodes          []int
 	minFor, maxFor time.Duration
+	weight         int
 }
 
 // newTargetSchedule returns the faults of a run of length d: one starts
-// every 0.3 to 1.5 s, of a family drawn from targets, then a kind and a
+// every 0.3 to 1.5 s, of a family drawn from targets by weight, then a kind and a
 // node of that family; never two at once on one node (-1, the clients,
 // excepted), and none in the last quiet of the run. The same arguments give
 // the same schedule.
@@ -93,7 +96,7 @@ func newTargetSchedule(seed uint64, d, quiet time.Duration, targets []target) []
 	var out []Fault
 	between := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo))) }
 	for at := between(300*time.Millisecond, 1500*time.Millisecond); ; at += between(300*time.Millisecond, 1500*time.Millisecond) {
-		t := targets[r.IntN(len(targets))]
+		t := drawTarget(r, targets)
 		f := Fault{Kind: t.kinds[r.IntN(len(t.kinds))], Node: t.nodes[r.IntN(len(t.nodes))], At: at, For: between(t.minFor, t.maxFor)}
 		if f.At+f.For > d-quiet {
 			if at > d-quiet {
@@ -107,4 +110,19 @@ func newTargetSchedule(seed uint64, d, quiet time.Duration, targets []target) []
 		busy[f.Node] = f.At + f.For
 		out = append(out, f)
 	}
+}
+
+// drawTarget draws one of targets, each as often as its weight says.
+func drawTarget(r *rand.Rand, targets []target) target {
+	total := 0
+	for _, t := range targets {
+		total += t.weight
+	}
+	n := r.IntN(total)
+	for _, t := range targets {
+		if n -= t.weight; n < 0 {
+			return t
+		}
+	}
+	panic("unreachable")
 }
