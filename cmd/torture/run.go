@@ -30,7 +30,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		duration = fs.Duration("duration", 2*time.Minute, "how long to run, shared by the workloads")
 		workload = fs.String("workload", "all", "lock, cache, reserve or all")
 		out      = fs.String("out", "torture-out", "directory for summary.json and, on a failure, the linearizability visualisation")
-		unsafe   = fs.Bool("unsafe", false, "check the checker: the lock workload without fencing at the register, the cache workload through a naive unguarded cache, the reserve workload with the order of effects before the saga (-give-first); anomalies are expected")
+		unsafe   = fs.Bool("unsafe", false, "check the checker: the lock workload without fencing at the register, the cache workload through a naive unguarded cache, the reserve workload with the order of effects before the saga (-flaws give-first); anomalies are expected")
 		near     = fs.Duration("near", 0, "cache workload: the near-cache variant (one standalone Redis, go-redis client-side caching with this MaxStaleness, e.g. 500ms), checked for bounded staleness; with -unsafe its near caches drop invalidation pushes")
 		apiBin   = fs.String("api-bin", "", "the cmd/api binary the reserve workload attacks; empty builds it from this module")
 		flaws    = fs.String("flaws", "", "reserve workload: checker-only flaws the API processes run with (cmd/api -flaws), comma-separated: give-first, abandon-unlooked; anomalies are expected")

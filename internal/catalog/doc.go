@@ -18,5 +18,9 @@
 // as the instance's Mode says: ModeUnsafe (nothing: units are oversold),
 // ModeLock (the product's lock: oversold when a holder stops past the lock's
 // TTL), ModeFenced (the lock, and the warehouse refuses an older fencing
-// token: never oversold).
+// token: never oversold). A reservation, a cancel and an expiry are sagas
+// across the two stores; holds.go holds the whole state machine of a hold
+// (its states, every move with its SQL guard, and the statements the Store
+// runs), and flaws.go the checker-only switches and test hooks, kept out of
+// the saga's flow.
 package catalog

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/stampede-lab/stampede/internal/catalog"
 )
 
 // holdOp is one client operation on the reservation of one idempotency
@@ -96,9 +98,9 @@ func holdsModel() porcupine.Model {
 // beforeOp returns s, and s expired if it is an active hold that may have
 // expired before op returned.
 func (s holdState) beforeOp(op holdOp) []holdState {
-	if s.status == "active" && (s.expires == 0 || op.ret >= s.expires-expirySlack.Nanoseconds()) {
+	if s.status == catalog.StatusActive && (s.expires == 0 || op.ret >= s.expires-expirySlack.Nanoseconds()) {
 		e := s
-		e.status = "expired"
+		e.status = catalog.StatusExpired
 		return []holdState{s, e}
 	}
 	return []holdState{s}
@@ -130,7 +132,7 @@ func (s holdState) apply(op holdOp) []holdState {
 		// reconciler or another instance finishing the intent it
 		// recorded; an attempt that settles its outcome by a look-up
 		// reads it back, expired if its expires_at passed meanwhile.
-		s.status = "active"
+		s.status = catalog.StatusActive
 		for _, t := range s.beforeOp(op) {
 			if t.status == op.status {
 				return []holdState{t}
@@ -147,13 +149,13 @@ func (s holdState) apply(op holdOp) []holdState {
 	case "reserve unknown":
 		if s.status == "" {
 			a := s
-			a.status = "active"
+			a.status = catalog.StatusActive
 			return []holdState{s, a}
 		}
 		return []holdState{s}
 	case "cancel done":
-		if s.status == "active" && op.status == "cancelled" {
-			s.status = "cancelled"
+		if s.status == catalog.StatusActive && op.status == catalog.StatusCancelled {
+			s.status = catalog.StatusCancelled
 			return []holdState{s}
 		}
 		if s.status == "" {
@@ -161,9 +163,9 @@ func (s holdState) apply(op holdOp) []holdState {
 		}
 		return answered()
 	case "cancel unknown":
-		if s.status == "active" {
+		if s.status == catalog.StatusActive {
 			c := s
-			c.status = "cancelled"
+			c.status = catalog.StatusCancelled
 			return []holdState{s, c}
 		}
 		return []holdState{s}

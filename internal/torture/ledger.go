@@ -22,7 +22,7 @@ const (
 	checkReplayName   = "replays return the reservation"
 	checkNo500Name    = "no answer is a 500"
 	checkReadyName    = "every instance ready once the faults are over"
-	// The checks of issue 40's orphaning retry (the row_lock fault).
+	// The checks of the orphaning retry (the row_lock fault).
 	checkOrphanedName   = "orphaned: at rest, no unit taken for a key that no reservation holds"
 	checkUntruthfulName = "untruthful-refusal: no 409 for a key whose take was applied before the answer"
 )

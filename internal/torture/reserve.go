@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,21 +49,17 @@ type ReserveConfig struct {
 const (
 	// FlawGiveFirst gives a cancelled hold's units back before the catalog
 	// ends it: the order of effects before the saga.
-	FlawGiveFirst = "give-first"
+	FlawGiveFirst = catalog.FlawGiveFirst
 	// FlawAbandonUnlooked lets an attempt remove its intent and answer 409
 	// without looking whether an earlier attempt's take of its key was
-	// applied: the orphaning retry of issue 40.
-	FlawAbandonUnlooked = "abandon-unlooked"
+	// applied: a retry then orphans the units of an earlier attempt's take.
+	FlawAbandonUnlooked = catalog.FlawAbandonUnlooked
 )
 
-// flawsEnv is the environment entry that gives the API processes flaws.
-// cmd/api takes them as FLAWS once issue 40's fix lands; until then it
-// knows give-first only, as GIVE_FIRST (and abandon-unlooked is its
-// native behaviour). The switch is this one line:
-//
-//	return "FLAWS=" + strings.Join(flaws, ",")
+// flawsEnv is the environment entry that gives the API processes flaws
+// (cmd/api -flaws).
 func flawsEnv(flaws []string) string {
-	return "GIVE_FIRST=" + strconv.FormatBool(slices.Contains(flaws, FlawGiveFirst))
+	return "FLAWS=" + strings.Join(flaws, ",")
 }
 
 func (c *ReserveConfig) defaults() {

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/stampede-lab/stampede/internal/catalog"
 )
 
 // reserveHistory is what the clients did: the operations on holds for
@@ -269,7 +271,7 @@ func (c *reserveClient) reserveOnce(hd *hold) (retry bool) {
 			c.h.anomaly(Anomaly{Check: checkReplayName, Detail: fmt.Sprintf("key %q of reservation %d answered %d with reservation %d", hd.key, hd.id, a.code, a.ID)})
 		}
 		hd.id, hd.known = a.ID, true
-		hd.ended = hd.ended || a.Status != "active"
+		hd.ended = hd.ended || a.Status != catalog.StatusActive
 	case a.code == http.StatusConflict:
 		op.outcome, op.status, hd.refused = "refused", a.Type, true
 		c.h.refusal(c.refused(hd, a.Type, op))
@@ -322,7 +324,7 @@ func (c *reserveClient) read(hd *hold) {
 	switch a.code {
 	case http.StatusOK:
 		op.outcome, op.status = "done", a.Status
-		hd.ended = a.Status != "active"
+		hd.ended = a.Status != catalog.StatusActive
 	case http.StatusNotFound:
 		op.outcome = "missing"
 	default:

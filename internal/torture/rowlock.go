@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// The row_lock fault is the nemesis of issue 40, in three parts that only
+// The row_lock fault is the orphaning retry's nemesis, in three parts that only
 // together orphan units:
 //
 //  1. A session of the checker's holds the products' inventory rows (FOR
@@ -30,8 +30,8 @@ import (
 //     one.
 //
 // A retry that finds its lock lost before its take must not take the key's
-// intent away while the first attempt's take is applied; the code of issue
-// 40 did, answering 409 fenced ("nothing was reserved") and leaving the
+// intent away while the first attempt's take is applied; the code before
+// the look-up did, answering 409 fenced ("nothing was reserved") and leaving the
 // units orphaned.
 
 // rowLockDBDelay is what the row_lock fault adds to each database call of
