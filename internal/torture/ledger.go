@@ -24,6 +24,7 @@ const (
 	checkReadyName    = "every instance ready once the faults are over"
 	// The checks of the orphaning retry (the row_lock fault).
 	checkOrphanedName   = "orphaned: at rest, no unit taken for a key that no reservation holds"
+	checkNoOrphanName   = "orphaned at any sample: in fenced mode without flaws, no unit is ever taken for a key that no reservation holds"
 	checkUntruthfulName = "untruthful-refusal: no 409 for a key whose take was applied before the answer"
 )
 
@@ -36,6 +37,9 @@ type ledgerSampler struct {
 	start    time.Time
 
 	mu        sync.Mutex
+	// strict makes an orphaned unit at any sample an anomaly: in fenced
+	// mode the saga never removes an intent whose take landed or can land.
+	strict    bool
 	samples   int
 	orphaned  int // ledgers sampled with orphaned units: none until a take outlives its intent
 	anomalies []Anomaly
@@ -67,6 +71,10 @@ func (l *ledgerSampler) sample(ctx context.Context) {
 	for _, led := range ls {
 		if led.Orphaned > 0 {
 			l.orphaned++
+			if l.strict {
+				l.anomalies = append(l.anomalies, Anomaly{Check: checkNoOrphanName,
+					Detail: fmt.Sprintf("at %v: product %d: %d units orphaned", at, led.ProductID, led.Orphaned), Excerpt: []string{fmt.Sprintf("%+v", led)}})
+			}
 		}
 		for _, p := range led.Problems(false) {
 			l.anomalies = append(l.anomalies, Anomaly{Check: checkLedgerName, Detail: fmt.Sprintf("at %v: %s", at, p),

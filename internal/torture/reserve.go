@@ -157,7 +157,7 @@ func RunReserve(ctx context.Context, cfg ReserveConfig) (*Result, error) {
 	start := time.Now()
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
-	sampler := &ledgerSampler{db: checker, products: products, start: start}
+	sampler := &ledgerSampler{db: checker, products: products, start: start, strict: fenced(cfg)}
 	sampling, stopSampling := context.WithCancel(ctx)
 	var sampled sync.WaitGroup
 	sampled.Go(func() { sampler.run(sampling) })
@@ -187,7 +187,7 @@ func RunReserve(ctx context.Context, cfg ReserveConfig) (*Result, error) {
 	sampled.Wait()
 
 	res := &Result{Workload: "reserve", Seed: cfg.Seed, Duration: time.Since(start), Faults: recs, Ops: h.counts,
-		Checks: []string{checkHoldsName, checkLedgerName, checkRestName, checkOrphanedName, checkUntruthfulName, checkOversoldName,
+		Checks: []string{checkHoldsName, checkLedgerName, checkRestName, checkOrphanedName, checkNoOrphanName, checkUntruthfulName, checkOversoldName,
 			checkReplayName, checkNo500Name, checkReadyName}}
 	res.Ops["ledger_samples"] = sampler.samples
 	res.Ops["ledger_orphaned_samples"] = sampler.orphaned
@@ -330,4 +330,10 @@ func pauseReservations(apis []*apiProcess, on bool) {
 	for _, p := range apis {
 		_ = patchFaults(p, fmt.Sprintf(`{"reservation_pause_ms": %d, "reservation_pause_percent": %d}`, ms, percent))
 	}
+}
+
+// fenced reports whether a run's instances run the saga as it is, in fenced
+// mode without flaws: then no unit is ever orphaned.
+func fenced(cfg ReserveConfig) bool {
+	return (cfg.Mode == "" || cfg.Mode == catalog.ModeFenced) && len(cfg.Flaws) == 0
 }
