@@ -62,20 +62,35 @@ type Load struct {
 	// Conditions says how busy the machine was (-conditions), e.g. "busy:
 	// one CPU hog per core"; the report's introduction repeats it.
 	Conditions string `json:"conditions,omitempty"`
+	// Machine is what loadgen read of the machine (CPUs, load average at
+	// the start and end), whatever -conditions says; reports written
+	// before it was recorded have none.
+	Machine *Machine `json:"machine,omitempty"`
 }
 
 // newLoad starts the Load of a run of scenario.
 func newLoad(scenario string, e *Env) Load {
-	return Load{Scenario: scenario, Target: e.targets.String(), RateRPS: e.cfg.Rate, Started: time.Now().UTC(), Conditions: e.cfg.Conditions}
+	return Load{Scenario: scenario, Target: e.targets.String(), RateRPS: e.cfg.Rate, Started: time.Now().UTC(), Conditions: e.cfg.Conditions,
+		Machine: startMachine()}
+}
+
+// finish marks the run's end: the time and the machine's load average.
+func (l *Load) finish() {
+	l.Finished = time.Now().UTC()
+	l.Machine.end()
 }
 
 // withConditions appends the machine's conditions to a report's
-// introduction, when the run recorded them.
-func withConditions(intro, conditions string) string {
-	if conditions == "" {
-		return intro
+// introduction: -conditions as written, then what loadgen read of the
+// machine, when the run recorded them.
+func withConditions(intro, conditions string, m *Machine) string {
+	if conditions != "" {
+		intro += " Machine: " + conditions + "."
 	}
-	return intro + " Machine: " + conditions + "."
+	if m != nil {
+		intro += " Measured by loadgen: " + m.String() + "."
+	}
+	return intro
 }
 
 // Verdict closes every summary: the error-rate bound, whether the run
