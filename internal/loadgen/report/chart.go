@@ -190,10 +190,11 @@ func segments(l Line, logY bool) []plotter.XYs {
 
 // WritePNG renders c as a 900x420 PNG at path, replacing any file there:
 // one coloured line per Line (fixed palette, so the same chart gives the
-// same bytes), grid lines, shaded spans, and a legend right of the plot
-// listing every named Line. It returns an error, without writing, for
-// mismatched X/Y lengths, non-finite X values, a bad Span or Y range; a
-// chart without any drawable point still renders as an empty plot.
+// same bytes), or one bar per Bar, grid lines, shaded spans, and a legend
+// right of the plot listing every named Line (every Bar's Group). It
+// returns an error, without writing, for mismatched X/Y lengths, non-finite
+// X values, a bad Span, Bar or Y range; a chart without any drawable point
+// still renders as an empty plot.
 func (c Chart) WritePNG(path string) error {
 	if err := c.validate(); err != nil {
 		return fmt.Errorf("chart %q: %w", c.Title, err)
