@@ -30,6 +30,15 @@ type Line struct {
 	X, Y []float64
 }
 
+// Bar is one bar of a bar Chart: Label under it on the X axis, Text (its
+// value as the reader should read it, e.g. "1.01") above it. Bars of the
+// same Group share a colour and one legend entry; a Bar without a Group
+// has none.
+type Bar struct {
+	Label, Text, Group string
+	Value              float64
+}
+
 // Span is an X range [From, To] that a Chart shades as a light grey band
 // behind the lines, with Label written at the top of the band.
 type Span struct {
@@ -62,9 +71,14 @@ type Chart struct {
 	Marks []Mark
 	// Shade is drawn behind the lines, for example an outage window.
 	Shade []Span
-	// YMin and YMax, when set, fix that end of the Y axis (a hit ratio
-	// wants 0 and 1); points outside the range are clipped. On a log axis
-	// they must be positive.
+	// Bars, when given, make a bar chart: one bar per Bar, in order, from
+	// 0 (Value must be finite and >= 0), with no Lines, Marks or Shade and
+	// a linear Y axis.
+	Bars []Bar
+	// YMin and YMax, when set, fix that end of the Y range (a hit ratio
+	// wants 0 and 1); points outside it are clipped. The axis itself ends
+	// at YMin and a little above YMax (headroom), so a line at YMax stays
+	// visible. On a log axis they must be positive.
 	YMin, YMax *float64
 }
 
@@ -114,6 +128,14 @@ func (c Chart) validate() error {
 				return fmt.Errorf("line %d (%q): X[%d] is %v; only Y may be NaN (a gap)", i, l.Name, j, x)
 			}
 		}
+	}
+	for i, b := range c.Bars {
+		if math.IsNaN(b.Value) || math.IsInf(b.Value, 0) || b.Value < 0 {
+			return fmt.Errorf("bar %d (%q): value %v, want a finite value >= 0", i, b.Label, b.Value)
+		}
+	}
+	if len(c.Bars) > 0 && (len(c.Lines) > 0 || len(c.Marks) > 0 || len(c.Shade) > 0 || c.LogY) {
+		return errors.New("a bar chart has no lines, marks, shading or log axis")
 	}
 	for i, m := range c.Marks {
 		if math.IsNaN(m.X) || math.IsInf(m.X, 0) {
@@ -168,10 +190,11 @@ func segments(l Line, logY bool) []plotter.XYs {
 
 // WritePNG renders c as a 900x420 PNG at path, replacing any file there:
 // one coloured line per Line (fixed palette, so the same chart gives the
-// same bytes), grid lines, shaded spans, and a legend right of the plot
-// listing every named Line. It returns an error, without writing, for
-// mismatched X/Y lengths, non-finite X values, a bad Span or Y range; a
-// chart without any drawable point still renders as an empty plot.
+// same bytes), or one bar per Bar, grid lines, shaded spans, and a legend
+// right of the plot listing every named Line (every Bar's Group). It
+// returns an error, without writing, for mismatched X/Y lengths, non-finite
+// X values, a bad Span, Bar or Y range; a chart without any drawable point
+// still renders as an empty plot.
 func (c Chart) WritePNG(path string) error {
 	if err := c.validate(); err != nil {
 		return fmt.Errorf("chart %q: %w", c.Title, err)
@@ -223,6 +246,10 @@ func (c Chart) draw(dc draw.Canvas) {
 	legend.Left, legend.Top = true, true
 	legend.TextStyle.Font.Size = vg.Points(11)
 	legend.Padding = vg.Points(2)
+	if len(c.Bars) > 0 {
+		grid.Vertical.Color = nil // the categories need no vertical lines
+		c.addBars(p, &legend)
+	}
 	for i, l := range c.Lines {
 		sty := lineStyle(i)
 		for _, seg := range segments(l, c.LogY) {
@@ -267,10 +294,51 @@ func (c Chart) draw(dc draw.Canvas) {
 	p.Draw(area)
 }
 
+// barWidth is the width of a bar chart's bars.
+const barWidth = 60 // points
+
+// addBars adds c's bars to p, each coloured by its Group (in the order the
+// groups first appear) with a legend entry per group, its Text above it and
+// its Label on the X axis.
+func (c Chart) addBars(p *plot.Plot, legend *plot.Legend) {
+	groups := map[string]int{}
+	labels := make([]string, len(c.Bars))
+	var texts plotter.XYLabels
+	for i, b := range c.Bars {
+		g, seen := groups[b.Group]
+		if !seen {
+			g = len(groups)
+			groups[b.Group] = g
+		}
+		bc, _ := plotter.NewBarChart(plotter.Values{b.Value}, vg.Points(barWidth)) // width > 0
+		bc.XMin = float64(i)
+		bc.Color = chartColors[g%len(chartColors)]
+		bc.LineStyle.Width = 0
+		p.Add(bc)
+		if !seen && b.Group != "" {
+			legend.Add(b.Group, bc)
+		}
+		labels[i] = b.Label
+		texts.XYs = append(texts.XYs, plotter.XY{X: float64(i), Y: b.Value})
+		texts.Labels = append(texts.Labels, b.Text)
+	}
+	tl, _ := plotter.NewLabels(texts) // as many labels as points
+	for i := range tl.TextStyle {
+		tl.TextStyle[i].Font.Size = vg.Points(11)
+		tl.TextStyle[i].XAlign = draw.XCenter
+	}
+	tl.Offset = vg.Point{Y: vg.Points(4)}
+	p.Add(tl)
+	p.NominalX(labels...)
+	p.X.Min, p.X.Max = -0.5, float64(len(c.Bars))-0.5 // half a category beside the outer bars
+}
+
 // setYRange sets the Y axis range: the data's (p.Add has set a.Min and
 // a.Max, infinite when there is none) with YMin and YMax applied, widened so
-// that it is never empty or reversed. For LogY it also sets a log scale, and
-// the range is always positive (plot's log scale panics otherwise).
+// that it is never empty or reversed, then padded (see pad) so that a line
+// at the top, even one at a fixed YMax, stays clear of the frame. For LogY
+// it also sets a log scale, and the range is always positive (plot's log
+// scale panics otherwise).
 func (c Chart) setYRange(a *plot.Axis) {
 	down := func(v float64) float64 { return v - 1 }
 	up := func(v float64) float64 { return v + 1 }
@@ -279,7 +347,6 @@ func (c Chart) setYRange(a *plot.Axis) {
 		up = func(v float64) float64 { return v * 10 }
 		a.Scale = plot.LogScale{}
 		a.Tick.Marker = logTicks{}
-		a.AutoRescale = c.YMin == nil && c.YMax == nil // snap to whole decades
 	}
 	lo, hi := a.Min, a.Max
 	if c.YMin != nil {
@@ -309,7 +376,73 @@ func (c Chart) setYRange(a *plot.Axis) {
 			lo, hi = down(lo), up(hi)
 		}
 	}
-	a.Min, a.Max = lo, hi
+	room := headroom
+	if c.labelledTop() || len(c.Bars) > 0 {
+		room = labelHeadroom
+	}
+	a.Min, a.Max = pad(lo, hi, room, c.LogY, c.YMin == nil)
+	if c.YMax != nil { // the headroom above a fixed top has no tick
+		a.Tick.Marker = cappedTicks{a.Tick.Marker, *c.YMax}
+	}
+}
+
+// cappedTicks is a Ticker without the ticks above max.
+type cappedTicks struct {
+	plot.Ticker
+	max float64
+}
+
+// Ticks implements plot.Ticker.
+func (t cappedTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for _, tk := range t.Ticker.Ticks(lo, hi) {
+		if tk.Value <= t.max*(1+1e-9) {
+			out = append(out, tk)
+		}
+	}
+	return out
+}
+
+// headroom is the share of the Y range added above the data (and below it,
+// when no YMin fixes the bottom), so that no line runs along the plot's
+// edge; labelHeadroom, when a Mark or Span writes its label at the top, so
+// that a line at the top of the data passes under the label.
+const (
+	headroom      = 0.05
+	labelHeadroom = 0.1
+)
+
+// labelledTop reports whether a Mark or Span writes a label at the top of
+// the plot.
+func (c Chart) labelledTop() bool {
+	for _, m := range c.Marks {
+		if m.Label != "" {
+			return true
+		}
+	}
+	for _, s := range c.Shade {
+		if s.Label != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// pad widens [lo, hi] by room of its span at the top and, when bottom, by
+// headroom at the bottom; on a log axis the span is measured in decades, and an unfixed
+// bottom snaps down to a whole decade instead (its tick labelled).
+func pad(lo, hi, room float64, logY, bottom bool) (float64, float64) {
+	if logY {
+		if bottom {
+			lo = math.Pow(10, math.Floor(math.Log10(lo)))
+		}
+		return lo, hi * math.Pow(hi/lo, room)
+	}
+	span := hi - lo
+	if bottom {
+		lo -= headroom * span
+	}
+	return lo, hi + room*span
 }
 
 // plainTicks is plot.DefaultTicks with labels printed as short as they go

@@ -51,6 +51,10 @@ func TestChartWritePNGRejectsBadInput(t *testing.T) {
 		"YMin above YMax":    {YMin: ptr(float64(1)), YMax: ptr(float64(0))},
 		"YMax NaN":           {YMax: ptr(math.NaN())},
 		"log YMin zero":      {LogY: true, YMin: ptr(float64(0))},
+		"negative bar":       {Bars: []Bar{{Label: "a", Value: -1}}},
+		"NaN bar":            {Bars: []Bar{{Label: "a", Value: math.NaN()}}},
+		"bars and lines":     {Bars: []Bar{{Label: "a", Value: 1}}, Lines: []Line{{Name: "p99", X: []float64{0}, Y: []float64{1}}}},
+		"log bars":           {LogY: true, Bars: []Bar{{Label: "a", Value: 1}}},
 	} {
 		path := filepath.Join(t.TempDir(), "c.png")
 		if err := c.WritePNG(path); err == nil {
@@ -94,6 +98,8 @@ func TestChartEdgeCasesRender(t *testing.T) {
 		"more than palette":  {Title: "t", Lines: many},
 		"negative x":         {Title: "t", Lines: []Line{{Name: "a", X: []float64{-5, -1}, Y: []float64{1, 2}}}},
 		"span outside lines": {Title: "t", Shade: []Span{{From: 50, To: 60}}, Lines: []Line{{Name: "a", X: []float64{0, 1}, Y: []float64{1, 2}}}},
+		"one bar":            {Title: "t", Bars: []Bar{{Label: "a", Text: "1", Value: 1}}},
+		"zero bars":          {Title: "t", YMin: ptr(float64(0)), Bars: []Bar{{Label: "a", Text: "0", Group: "g", Value: 0}, {Label: "b", Value: 0}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -158,31 +164,78 @@ func TestChartLogTicks(t *testing.T) {
 
 func TestChartYRange(t *testing.T) {
 	inf := math.Inf(1)
+	// up is hi padded on a log axis from lo: headroom of the decades.
+	up := func(lo, hi float64) float64 { return hi * math.Pow(hi/lo, headroom) }
 	for _, tc := range []struct {
 		name           string
 		c              Chart
 		dataLo, dataHi float64 // as plot.Add leaves them; +Inf, -Inf for no data
 		lo, hi         float64
 	}{
-		{"linear empty", Chart{}, inf, -inf, 0, 1},
-		{"linear data", Chart{}, 2, 3, 2, 3},
-		{"linear one value", Chart{}, 4, 4, 3, 5},
-		{"linear fixed", Chart{YMin: ptr(float64(0)), YMax: ptr(float64(1))}, -1, 2, 0, 1},
-		{"linear YMin above data", Chart{YMin: ptr(float64(5))}, 1, 3, 5, 6},
-		{"linear YMax below data", Chart{YMax: ptr(float64(1))}, 5, 7, 0, 1},
-		{"linear YMin no data", Chart{YMin: ptr(float64(5))}, inf, -inf, 5, 6},
-		{"log empty", Chart{LogY: true}, inf, -inf, 1, 10},
-		{"log data", Chart{LogY: true}, 0.3, 0.9, 0.3, 0.9},
-		{"log one value", Chart{LogY: true}, 5, 5, 0.5, 50},
-		{"log YMin above data", Chart{LogY: true, YMin: ptr(float64(100))}, 5, 7, 100, 1000},
-		{"log YMax below data", Chart{LogY: true, YMax: ptr(float64(1))}, 5, 7, 0.1, 1},
-		{"log YMax no data", Chart{LogY: true, YMax: ptr(float64(1))}, inf, -inf, 0.1, 1},
+		// A free end gets 5% of the range beyond the data; a fixed
+		// bottom stays where it is, a fixed top gets the headroom too.
+		{"linear empty", Chart{}, inf, -inf, -0.05, 1.05},
+		{"linear data", Chart{}, 2, 3, 1.95, 3.05},
+		{"linear one value", Chart{}, 4, 4, 2.9, 5.1},
+		{"linear fixed", Chart{YMin: ptr(float64(0)), YMax: ptr(float64(1))}, -1, 2, 0, 1.05},
+		{"linear YMin above data", Chart{YMin: ptr(float64(5))}, 1, 3, 5, 6.05},
+		{"linear YMax below data", Chart{YMax: ptr(float64(1))}, 5, 7, -0.05, 1.05},
+		{"linear YMin no data", Chart{YMin: ptr(float64(5))}, inf, -inf, 5, 6.05},
+		// On a log axis a free bottom snaps down to a decade.
+		{"log empty", Chart{LogY: true}, inf, -inf, 1, up(1, 10)},
+		{"log data", Chart{LogY: true}, 0.3, 0.9, 0.1, up(0.1, 0.9)},
+		{"log data under a decade", Chart{LogY: true}, 2.5, 9658, 1, up(1, 9658)},
+		{"log one value", Chart{LogY: true}, 5, 5, 0.1, up(0.1, 50)},
+		{"log YMin above data", Chart{LogY: true, YMin: ptr(float64(100))}, 5, 7, 100, up(100, 1000)},
+		{"log YMax below data", Chart{LogY: true, YMax: ptr(float64(1))}, 5, 7, 0.1, up(0.1, 1)},
+		{"log YMax no data", Chart{LogY: true, YMax: ptr(float64(1))}, inf, -inf, 0.1, up(0.1, 1)},
+		// A label at the top (a Mark's, a Span's) gets twice the room.
+		{"linear marked", Chart{YMin: ptr(float64(0)), YMax: ptr(float64(1)), Marks: []Mark{{X: 1, Label: "ends"}}}, 0, 1, 0, 1.1},
+		{"linear unlabelled mark", Chart{YMin: ptr(float64(0)), Marks: []Mark{{X: 1}}}, 0, 1, 0, 1.05},
+		{"linear marked, free bottom", Chart{Marks: []Mark{{X: 1, Label: "ends"}}}, 0, 10, -0.5, 11},
+		{"log shaded", Chart{LogY: true, Shade: []Span{{From: 1, To: 2, Label: "outage"}}}, 1, 100, 1, 100 * math.Pow(100, labelHeadroom)},
 	} {
 		a := plot.New().Y
 		a.Min, a.Max = tc.dataLo, tc.dataHi
 		tc.c.setYRange(&a)
-		if a.Min != tc.lo || a.Max != tc.hi {
+		near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+		if !near(a.Min, tc.lo) || !near(a.Max, tc.hi) {
 			t.Errorf("%s: range [%v, %v], want [%v, %v]", tc.name, a.Min, a.Max, tc.lo, tc.hi)
 		}
+		if tc.c.YMax != nil {
+			for _, tk := range a.Tick.Marker.Ticks(a.Min, a.Max) {
+				if tk.Value > *tc.c.YMax*(1+1e-9) {
+					t.Errorf("%s: a tick at %v, above YMax %v", tc.name, tk.Value, *tc.c.YMax)
+				}
+			}
+		}
+		if tc.dataHi > tc.dataLo && a.Max <= tc.dataHi && (tc.c.YMax == nil || *tc.c.YMax >= tc.dataHi) {
+			t.Errorf("%s: the top of the data (%v) is the top of the plot (%v): the line would run along the frame", tc.name, tc.dataHi, a.Max)
+		}
+	}
+}
+
+// TestBarChart draws a bar per Bar in its group's colour, one legend entry
+// per group.
+func TestBarChart(t *testing.T) {
+	c := Chart{File: "c.png", Title: "Redis commands per request", YLabel: "commands / request", YMin: ptr(float64(0)),
+		Bars: []Bar{
+			{Label: "off ttl", Text: "0.96", Group: "off", Value: 0.96},
+			{Label: "off xfetch:1", Text: "1.01", Group: "off", Value: 1.01},
+			{Label: "on ttl", Text: "0.06", Group: "on", Value: 0.06},
+			{Label: "on xfetch:1", Text: "0.02", Group: "on", Value: 0.02},
+		}}
+	path := filepath.Join(t.TempDir(), "c.png")
+	if err := c.WritePNG(path); err != nil {
+		t.Fatal(err)
+	}
+	counts := reporttest.ColorCounts(reporttest.DecodePNG(t, path))
+	off, on := counts[chartColors[0]], counts[chartColors[1]]
+	// Two tall blue bars, two short orange ones (and a swatch each).
+	if off < 20*on || on < 200 {
+		t.Errorf("%d blue and %d orange pixels: want the off bars about 20 times the on bars' area", off, on)
+	}
+	if n := counts[chartColors[2]]; n != 0 {
+		t.Errorf("%d pixels of a third colour for two groups", n)
 	}
 }

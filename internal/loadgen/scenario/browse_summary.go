@@ -3,7 +3,6 @@ package scenario
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/stampede-lab/stampede/internal/loadgen"
 
@@ -77,7 +76,7 @@ func (s *BrowseSummary) count(res loadgen.Result, hists map[string]*loadgen.Hist
 
 // finish computes the run's rates, latencies and segments.
 func (s *BrowseSummary) finish(rs loadgen.Summary, hists map[string]*loadgen.Histogram, tl *loadgen.Timeline) {
-	s.Finished = time.Now().UTC()
+	s.Load.finish()
 	if el := rs.End.Sub(rs.Start); el > 0 {
 		s.RPS = float64(s.Requests) / el.Seconds()
 	}
@@ -181,5 +180,5 @@ func (s *BrowseSummary) Report() report.Report {
 		intro += fmt.Sprintf(" The cache's Redis was unavailable (fault knob cache_redis_down_percent=100) from %gs to %gs.",
 			s.OutageAtSeconds, s.OutageAtSeconds+s.OutageForSeconds)
 	}
-	return s.Traces.addTo(report.Report{Title: "Browse", Intro: withConditions(intro, s.Conditions), Tables: []report.Table{eps, segs}, Charts: []report.Chart{latency, db, hits, errs}, Notes: s.Failures})
+	return s.Traces.addTo(report.Report{Title: "Browse", Intro: withConditions(intro, s.Conditions, s.Machine), Tables: []report.Table{eps, segs}, Charts: []report.Chart{latency, db, hits, errs}, Notes: s.Failures})
 }

@@ -211,7 +211,7 @@ func (c *Capacity) Run(ctx context.Context, e *Env) error {
 		}
 		sum.add(cc)
 	}
-	sum.Finished = time.Now().UTC()
+	sum.finish()
 	failErr := errors.Join(sum.check(), released)
 	if err := e.writeReport(ctx, c.Name(), sum); err != nil {
 		return errors.Join(err, released)

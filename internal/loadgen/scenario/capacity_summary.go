@@ -284,7 +284,7 @@ func (s *CapacitySummary) Report() report.Report {
 		"reserve reserves one unit of products %v and cancels the oldest hold in turn. %s to %s.",
 		s.Target, s.WarmupSeconds, s.StepSeconds, s.RateRPS, step, s.MaxRateRPS, f2(s.SLOP99Ms), f4(s.MaxErrorRate),
 		s.ZipfS, s.Products, s.BatchSize, s.HotKeys, s.SKUs, s.Started.Format(time.RFC3339), s.Finished.Format(time.RFC3339))
-	return s.Traces.addTo(report.Report{Title: "Capacity: the highest sustainable rate per endpoint class", Intro: withConditions(intro, s.Conditions),
+	return s.Traces.addTo(report.Report{Title: "Capacity: the highest sustainable rate per endpoint class", Intro: withConditions(intro, s.Conditions, s.Machine),
 		Tables: []report.Table{table, steps}, Charts: []report.Chart{latency, errs}, Notes: s.Failures})
 }
 

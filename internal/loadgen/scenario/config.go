@@ -46,7 +46,7 @@ type Config struct {
 	PauseDemo    *url.URL // a running demo's -metrics-addr to pause during the run; nil: none
 	TraceSample  float64  // fraction of requests whose traceparent is flagged sampled
 	JaegerURL    string   // Jaeger query service for trace links and waterfalls; "": none
-	Conditions   string   // how busy the machine was, recorded in the summary; "": not said
+	Conditions   string   // a label for how busy the machine was, recorded in the summary; "": none (the measured Machine is recorded regardless)
 
 	HotKeys HotKeys      // stampede, demo
 	Mix     Mix          // browse, demo
@@ -92,7 +92,7 @@ func (c *Config) register(fs *flag.FlagSet, target, pauseDemo, jaeger *string, g
 	fs.StringVar(jaeger, "jaeger-url", getenv("JAEGER_URL"),
 		"base URL of a Jaeger query service (e.g. http://127.0.0.1:16686; make run-local writes its Jaeger's to .run/env): the report links the slowest sampled requests' trace ids to its UI, and after the run loadgen reads the slowest trace of each phase from it (GET /api/traces/ID, for up to 15s) and draws it as trace-PHASE.png; loopback only unless -allow-remote (env JAEGER_URL; default: bare trace ids, no waterfall)")
 	fs.StringVar(&c.Conditions, "conditions", getenv("LOADGEN_CONDITIONS"),
-		"how busy the machine was during the run, e.g. \"busy: 2 CPU hogs\" (make experiments-busy) or \"quiet\"; written to summary.json and the report's introduction (env LOADGEN_CONDITIONS)")
+		"a label for how busy the machine was during the run, e.g. \"busy: 2 CPU hogs\" (make experiments-busy) or \"quiet\"; written to summary.json and the report's introduction (env LOADGEN_CONDITIONS). Without it the report still records what loadgen measures: the CPUs, GOMAXPROCS and the load average at the start and end")
 	c.HotKeys.register(fs)
 	c.Mix.register(fs)
 	c.Reserve.register(fs)

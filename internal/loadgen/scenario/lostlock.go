@@ -89,7 +89,7 @@ func (l *LostLock) Run(ctx context.Context, e *Env) (err error) {
 		}
 	}()
 
-	sum := &LostLockSummary{Scenario: l.Name(), Target: e.targets.String(), Stock: l.stock, Conditions: cfg.Conditions, Verdict: Verdict{MaxErrorRate: cfg.MaxErrorRate}}
+	sum := &LostLockSummary{Scenario: l.Name(), Target: e.targets.String(), Stock: l.stock, Conditions: cfg.Conditions, Machine: startMachine(), Verdict: Verdict{MaxErrorRate: cfg.MaxErrorRate}}
 	for _, m := range l.modes {
 		run, err := l.runMode(ctx, e, m)
 		if err != nil {
@@ -112,6 +112,7 @@ func (l *LostLock) Run(ctx context.Context, e *Env) (err error) {
 		}
 	}
 	sum.Passed = len(sum.Failures) == 0
+	sum.Machine.end()
 	if err := e.writeReport(ctx, l.Name(), sum); err != nil {
 		return err
 	}

@@ -14,6 +14,9 @@ type LostLockSummary struct {
 	Stock    int    `json:"stock"`
 	// Conditions is Load.Conditions.
 	Conditions string `json:"conditions,omitempty"`
+	// Machine is what loadgen read of the machine over the whole run
+	// (each mode's Reserve has its own).
+	Machine *Machine `json:"machine,omitempty"`
 	// Modes are the reserve runs, one per mode, in the order run.
 	Modes []ModeRun `json:"modes"`
 	Traces
@@ -61,6 +64,6 @@ func (s *LostLockSummary) Report() report.Report {
 				r.RateRPS, r.Seconds, r.SKUs, s.Target, s.Stock, r.PausePercent, r.PauseMS)
 		}
 	}
-	return s.Traces.addTo(report.Report{Title: "Lost locks: oversold units per reservation mode", Intro: withConditions(intro, s.Conditions),
+	return s.Traces.addTo(report.Report{Title: "Lost locks: oversold units per reservation mode", Intro: withConditions(intro, s.Conditions, s.Machine),
 		Tables: []report.Table{table}, Charts: []report.Chart{chart}, Notes: s.Failures})
 }

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -109,7 +108,7 @@ func (n *Near) Run(ctx context.Context, e *Env) (err error) {
 			return err
 		}
 	}
-	sum.Finished = time.Now().UTC()
+	sum.finish()
 	if scheduled > 0 {
 		sum.ErrorRate = float64(sum.Errors+sum.Dropped) / float64(scheduled)
 	}

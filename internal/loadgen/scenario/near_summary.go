@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/stampede-lab/stampede/internal/loadgen/report"
 )
@@ -61,7 +62,24 @@ func (s *NearSummary) Report() report.Report {
 			f3(r.NearHitShare), f2(p.RecomputesPerKeyWindow)})
 	}
 	rep.Tables = append([]report.Table{table}, rep.Tables...)
+	rep.Charts = append([]report.Chart{s.commandsChart()}, rep.Charts...)
 	return rep
+}
+
+// commandsChart draws the first table's headline figure: the cache Redis's
+// commands per request of each phase, a bar per phase, coloured by side.
+func (s *NearSummary) commandsChart() report.Chart {
+	c := report.Chart{File: "redis_commands.png", Title: "Cache Redis commands per request, per phase",
+		XLabel: "phase (near cache off / on, strategy)", YLabel: "Redis commands / request", YMin: ptr(0.0)}
+	for _, r := range s.Redis {
+		side, _, _ := strings.Cut(r.Name, " ")
+		group := "near cache " + side
+		if side != "off" && side != "on" {
+			group = ""
+		}
+		c.Bars = append(c.Bars, report.Bar{Label: r.Name, Text: f2(r.RedisCommandsPerRequest), Group: group, Value: r.RedisCommandsPerRequest})
+	}
+	return c
 }
 
 // WriteTable prints the stampede table, then one line per phase of the

@@ -317,7 +317,7 @@ func reserveLoad(ctx context.Context, e *Env, phase string, oversell bool) (_ *R
 		return nil, nil, err
 	}
 	sum.Timeline = tl.Points()
-	sum.Finished = time.Now().UTC()
+	sum.finish()
 	sum.Latency = tl.SegmentLatency("") // the run is the timeline's one segment
 	if el := rs.End.Sub(rs.Start); el > 0 {
 		sum.RPS = float64(sum.Requests) / el.Seconds()

@@ -137,7 +137,7 @@ func (s *ReserveSummary) Report() report.Report {
 	if s.PausePercent > 0 {
 		intro += fmt.Sprintf(" Lost-lock knob on: %d%% of reservations pause %d ms inside the lock.", s.PausePercent, s.PauseMS)
 	}
-	return s.Traces.addTo(report.Report{Title: "Reserve: contention on a few SKUs", Intro: withConditions(intro, s.Conditions),
+	return s.Traces.addTo(report.Report{Title: "Reserve: contention on a few SKUs", Intro: withConditions(intro, s.Conditions, s.Machine),
 		Tables: []report.Table{outcomes, inv, server}, Charts: []report.Chart{answers, latency, errorsChart([]string{""}, [][]loadgen.Point{s.Timeline}, "seconds")},
 		Notes: s.Failures})
 }

@@ -107,7 +107,7 @@ func (s *Stampede) Run(ctx context.Context, e *Env) (err error) {
 		sum.add(ps, s.maxDuplicates, cfg.MaxErrorRate)
 		scheduled += sched
 	}
-	sum.Finished = time.Now().UTC()
+	sum.finish()
 	if scheduled > 0 {
 		sum.ErrorRate = float64(sum.Errors+sum.Dropped) / float64(scheduled)
 	}

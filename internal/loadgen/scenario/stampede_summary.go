@@ -145,7 +145,7 @@ func (s *StampedeSummary) Report() report.Report {
 	return s.Traces.addTo(report.Report{
 		Title: "Stampede: " + s.Cache + " under each strategy",
 		Intro: withConditions(fmt.Sprintf("%g requests/s (open model) at %d hot keys of %s on %s, %gs per phase, %s to %s.",
-			s.RateRPS, s.HotKeys, s.Cache, s.Target, s.PhaseSeconds, s.Started.Format(time.RFC3339), s.Finished.Format(time.RFC3339)), s.Conditions),
+			s.RateRPS, s.HotKeys, s.Cache, s.Target, s.PhaseSeconds, s.Started.Format(time.RFC3339), s.Finished.Format(time.RFC3339)), s.Conditions, s.Machine),
 		Tables: []report.Table{table},
 		Charts: []report.Chart{latency, recomputes, hits, errs},
 		Notes:  s.Failures,

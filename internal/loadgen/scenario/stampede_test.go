@@ -163,6 +163,10 @@ func TestStampedeScenario(t *testing.T) {
 	if len(sum.Phases) != 2 || sum.Phases[0].Name != "ttl" || sum.Phases[1].Name != "xfetch:1" {
 		t.Fatalf("phases = %+v, want ttl then xfetch:1", sum.Phases)
 	}
+	// No -conditions was given: the machine is recorded all the same.
+	if m := sum.Machine; m == nil || m.CPUs == 0 || m.GOMAXPROCS == 0 || m.LoadAvgStart == nil || m.LoadAvgEnd == nil {
+		t.Errorf("machine = %+v, want the CPUs and the load average at the start and end", m)
+	}
 	if !sum.Passed || sum.HotKeys != hotKeys {
 		t.Errorf("passed=%v hot_keys=%d failures=%v", sum.Passed, sum.HotKeys, sum.Failures)
 	}

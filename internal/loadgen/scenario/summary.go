@@ -62,20 +62,35 @@ type Load struct {
 	// Conditions says how busy the machine was (-conditions), e.g. "busy:
 	// one CPU hog per core"; the report's introduction repeats it.
 	Conditions string `json:"conditions,omitempty"`
+	// Machine is what loadgen read of the machine (CPUs, load average at
+	// the start and end), whatever -conditions says; reports written
+	// before it was recorded have none.
+	Machine *Machine `json:"machine,omitempty"`
 }
 
 // newLoad starts the Load of a run of scenario.
 func newLoad(scenario string, e *Env) Load {
-	return Load{Scenario: scenario, Target: e.targets.String(), RateRPS: e.cfg.Rate, Started: time.Now().UTC(), Conditions: e.cfg.Conditions}
+	return Load{Scenario: scenario, Target: e.targets.String(), RateRPS: e.cfg.Rate, Started: time.Now().UTC(), Conditions: e.cfg.Conditions,
+		Machine: startMachine()}
+}
+
+// finish marks the run's end: the time and the machine's load average.
+func (l *Load) finish() {
+	l.Finished = time.Now().UTC()
+	l.Machine.end()
 }
 
 // withConditions appends the machine's conditions to a report's
-// introduction, when the run recorded them.
-func withConditions(intro, conditions string) string {
-	if conditions == "" {
-		return intro
+// introduction: -conditions as written, then what loadgen read of the
+// machine, when the run recorded them.
+func withConditions(intro, conditions string, m *Machine) string {
+	if conditions != "" {
+		intro += " Machine: " + conditions + "."
 	}
-	return intro + " Machine: " + conditions + "."
+	if m != nil {
+		intro += " Measured by loadgen: " + m.String() + "."
+	}
+	return intro
 }
 
 // Verdict closes every summary: the error-rate bound, whether the run
@@ -183,7 +198,8 @@ func serverHitRatio(p loadgen.Point, _ float64) float64 {
 // errorsChart plots, per run or phase (names, pts), the requests that failed
 // (timeouts, refused connections, 5xx), the arrivals dropped unsent
 // (-max-in-flight reached) and the failed scrapes per second, so a hung or
-// dead target shows as errors rather than as a gap.
+// dead target shows as errors rather than as a gap. Only the series with a
+// point above zero are drawn and named in the legend.
 func errorsChart(names []string, pts [][]loadgen.Point, xlabel string) report.Chart {
 	c := report.Chart{File: "errors.png", Title: "Failed requests, dropped arrivals and failed /metrics scrapes per second", XLabel: xlabel, YLabel: "per second",
 		YMin: ptr(0.0)}
@@ -195,12 +211,35 @@ func errorsChart(names []string, pts [][]loadgen.Point, xlabel string) report.Ch
 		{"dropped", func(p loadgen.Point) float64 { return float64(p.Dropped) }},
 		{"scrape errors", func(p loadgen.Point) float64 { return float64(p.ScrapeErrors) }},
 	}
+	var zero []report.Line
 	for i, name := range names {
 		for _, sr := range series {
-			c.Lines = append(c.Lines, timelineLine(name+sr.name, pts[i], clientRate(sr.v)))
+			l := timelineLine(name+sr.name, pts[i], clientRate(sr.v))
+			if hasData(l) {
+				c.Lines = append(c.Lines, l)
+			} else {
+				zero = append(zero, l)
+			}
 		}
 	}
+	// A series that stayed at zero has no line and no legend entry; when
+	// every one did, one flat line says so.
+	if len(c.Lines) == 0 && len(zero) > 0 {
+		l := zero[0]
+		l.Name = "none: all zero"
+		c.Lines = []report.Line{l}
+	}
 	return c
+}
+
+// hasData reports whether l has a point other than zero (gaps aside).
+func hasData(l report.Line) bool {
+	for _, y := range l.Y {
+		if y != 0 && !math.IsNaN(y) && !math.IsInf(y, 0) {
+			return true
+		}
+	}
+	return false
 }
 
 func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
