@@ -36,7 +36,7 @@ type ledgerSampler struct {
 	products []int64
 	start    time.Time
 
-	mu        sync.Mutex
+	mu sync.Mutex
 	// strict makes an orphaned unit at any sample an anomaly: in fenced
 	// mode the saga never removes an intent whose take landed or can land.
 	strict    bool
