@@ -83,6 +83,6 @@ func TestReadmeExamples(t *testing.T) {
 	}
 	a.runCalls(t, calls, "docs/running.md")
 	if f := a.faults.Get(); f != (Faults{}) {
-		t.Errorf("after the README's last reset the knobs are %+v", f)
+		t.Errorf("after the last reset of docs/running.md the knobs are %+v", f)
 	}
 }
