@@ -48,7 +48,7 @@ func thresholdsBuilder(steps []step) *dashboard.ThresholdsConfigBuilder {
 // Recomputes of the hottest key per TTL window (recomputesPerKey): xfetch
 // stays at 1, now and then 2 (an early refresh and the next in one
 // clock-aligned window); above 3 StampedeRecomputeStorm fires. The demo's
-// ttl bursts measured recomputeStormText (README, the live demo:
+// ttl bursts measured recomputeStormText (docs/running.md, the live demo:
 // docs/demo/quiet.md, docs/demo/busy.md).
 const (
 	recomputeStormWarn = 2
@@ -58,7 +58,7 @@ const (
 
 // Hit ratio boundaries: red below hitRatioLow (StampedeHitRatioCollapse's
 // threshold), green from hitRatioOK. The demo at rest measures about 75% over
-// all caches (README, the live demo).
+// all caches (docs/running.md, the live demo).
 const (
 	hitRatioLow = 0.5
 	hitRatioOK  = 0.7

@@ -247,7 +247,8 @@ func TestPrometheusConfig(t *testing.T) {
 // repository and the other deployment files.
 func TestCompose(t *testing.T) {
 	root := repoRoot(t)
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	// The ports' table moved from the README's live demo to docs/running.md.
+	readme, err := os.ReadFile(filepath.Join(root, "docs", "running.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func TestCompose(t *testing.T) {
 				for _, port := range svc.Ports {
 					re := regexp.MustCompile(`(^|[^0-9])` + regexp.QuoteMeta(port.Published) + `([^0-9]|$)`)
 					if port.Published != "" && !re.Match(readme) {
-						t.Errorf("README.md does not mention host port %s (published by service %s)", port.Published, name)
+						t.Errorf("docs/running.md does not mention host port %s (published by service %s)", port.Published, name)
 					}
 				}
 				if strings.HasPrefix(name, "api") {

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// checkDemoFigures runs deploy/cmd/demofigures, the command the README's
+// checkDemoFigures runs deploy/cmd/demofigures, the command docs/running.md's
 // demo table comes from, over the healthy and stampede windows: it must
 // find both kinds of burst and read the ttl burst's hottest key and
 // category_stats queries above the xfetch bursts'.

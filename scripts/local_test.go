@@ -651,13 +651,14 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// walkReadme runs README.md's "What to try without Docker" block as a
+// walkReadme runs docs/running.md's "What to try without Docker" block (moved
+// there from README.md) as a
 // reader would after `set -a; . .run/env; set +a` (RUN_DIR/env here): each
 // curl command with a "# <status>" comment, in order, in bash with the
 // recorded addresses, must answer that status.
 func walkReadme(t *testing.T, run string) {
 	t.Helper()
-	doc, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile("../docs/running.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -669,7 +670,7 @@ func walkReadme(t *testing.T, run string) {
 		section, _, ok = strings.Cut(section, "\n```")
 	}
 	if !ok {
-		t.Fatal("README.md has no sh block under ### What to try without Docker")
+		t.Fatal("docs/running.md has no sh block under ### What to try without Docker")
 	}
 	status := regexp.MustCompile(`\s+#\s*(\d{3})\b[^#]*$`)
 	walked := 0
@@ -682,12 +683,12 @@ func walkReadme(t *testing.T, run string) {
 			"walk", filepath.Join(run, "env"))
 		out, err := cmd.Output()
 		if err != nil || strings.TrimSpace(string(out)) != m[1] {
-			t.Errorf("README: %s\n  answered %q (%v), README.md says %s", line, out, err, m[1])
+			t.Errorf("docs/running.md: %s\n  answered %q (%v), docs/running.md says %s", line, out, err, m[1])
 		}
 		walked++
 	}
 	if walked < 5 {
-		t.Errorf("walked %d README commands, want the whole block", walked)
+		t.Errorf("walked %d commands of docs/running.md, want the whole block", walked)
 	}
 }
 

@@ -10,17 +10,22 @@ import (
 	"github.com/mattn/go-shellwords"
 )
 
-// readmeCalls returns README.md's curl commands to the API, in order: the
-// lines of its sh blocks (a trailing backslash continues one) that start
+// readmeCalls returns the curl commands to the API of README.md and of
+// docs/running.md (where the README's live demo and "Without Docker" moved),
+// in order: the lines of their sh blocks (a trailing backslash continues one) that start
 // with curl and name the API's address (127.0.0.1:8080 or $HTTP_ADDR),
 // each ending in "# <status>" and maybe a comment. The documented tokens
 // (demo-admin, local-admin, $ADMIN_TOKEN) become token, the address
 // localhost:8080.
 func readmeCalls(t *testing.T, token string) []curlCall {
 	t.Helper()
-	doc, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
+	var doc []byte
+	for _, path := range readmeDocs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc = append(doc, b...)
 	}
 	status := regexp.MustCompile(`\s+#\s*(\d{3})\b[^#]*$`)
 	var calls []curlCall
@@ -60,8 +65,13 @@ func readmeCalls(t *testing.T, token string) []curlCall {
 	return calls
 }
 
-// TestReadmeExamples runs README.md's curl commands to the API (the
-// compose demo's What to try, then the one without Docker) in order
+// readmeDocs are the pages whose curl commands TestReadmeExamples runs: the
+// README and the page its live demo and "Without Docker" moved to.
+var readmeDocs = []string{"../../README.md", "../../docs/running.md"}
+
+// TestReadmeExamples runs the curl commands to the API of README.md and
+// docs/running.md (the compose demo's What to try, then the one without
+// Docker) in order
 // against a fresh API, and checks each answers the status written beside
 // it and matches openapi.yaml.
 func TestReadmeExamples(t *testing.T) {
@@ -71,8 +81,8 @@ func TestReadmeExamples(t *testing.T) {
 	if len(calls) < 8 {
 		t.Fatalf("%d README examples found, want both What to try blocks", len(calls))
 	}
-	a.runCalls(t, calls, "README.md")
+	a.runCalls(t, calls, "docs/running.md")
 	if f := a.faults.Get(); f != (Faults{}) {
-		t.Errorf("after the README's last reset the knobs are %+v", f)
+		t.Errorf("after the last reset of docs/running.md the knobs are %+v", f)
 	}
 }

@@ -1,5 +1,5 @@
 // Command demofigures reads a recorded demo back from Prometheus and prints
-// the README's table of what the demo shows: for the steady load, the ttl
+// the live demo's table of what the demo shows (docs/running.md): for the steady load, the ttl
 // bursts and the xfetch bursts, the category_stats recomputes, its database
 // queries, the burst's client p99, the hit ratio and the alerts that fired.
 //

@@ -182,11 +182,12 @@ func TestFlags(t *testing.T) {
 	}
 }
 
-// TestReadmeQuotesTheCommittedFigures: the README's demo tables are the
+// TestReadmeQuotesTheCommittedFigures: the demo tables of docs/running.md
+// (moved there from the README's live demo) are the
 // committed reports in docs/demo/ (written by this command), line for line,
 // so that a figure from another run fails.
 func TestReadmeQuotesTheCommittedFigures(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
+	readme, err := os.ReadFile("../../../docs/running.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestReadmeQuotesTheCommittedFigures(t *testing.T) {
 				continue
 			}
 			if !strings.Contains(string(readme), line+"\n") {
-				t.Errorf("README.md lacks the line of %s:\n%s", filepath.Base(path), line)
+				t.Errorf("docs/running.md lacks the line of %s:\n%s", filepath.Base(path), line)
 			}
 			quoted++
 		}

@@ -28,8 +28,9 @@ func readmeUnits(text string) []string {
 
 var (
 	// experimentLink finds a link to an experiment's page or files, busy
-	// (the committed reference) or quiet (docs/experiments/quiet/).
-	experimentLink = regexp.MustCompile(`docs/experiments/(?:quiet/)?(\d\d-[a-z-]+)(?:\.md|/)`)
+	// (the committed reference) or quiet (docs/experiments/quiet/), from the
+	// repository's root (docs/experiments/...) or from docs/ (experiments/...).
+	experimentLink = regexp.MustCompile(`(?:^|[(/\s])experiments/(?:quiet/)?(\d\d-[a-z-]+)(?:\.md|/)`)
 	// linkTarget is a Markdown link's or image's target, dropped before
 	// numbers are read (a path is no figure).
 	linkTarget = regexp.MustCompile(`\]\([^)]*\)`)
@@ -45,19 +46,38 @@ func numbers(text string) map[string]bool {
 	return out
 }
 
+// readmeQuoteDocs are the pages TestReadmeQuotesItsReports holds to the
+// reports: the README (the picture's caption, the ten-minute path) and
+// docs/experiments.md, where the README's list of experiments moved.
+var readmeQuoteDocs = []string{"../../../README.md", "../../../docs/experiments.md"}
+
 // TestReadmeQuotesItsReports: every number in a paragraph or list item of
-// README.md that links one guided experiment (the picture's caption, the
-// list of experiments) occurs in that experiment's committed report.md, busy
-// or quiet (experimentReports),
+// README.md or docs/experiments.md that links one guided experiment (the
+// picture's caption, the list of experiments) occurs in that experiment's
+// committed report.md, busy or quiet (experimentReports),
 // which TestCommittedReportsReplotIdentically renders from summary.json. A
 // figure from an older run, or one rounded differently, fails.
 func TestReadmeQuotesItsReports(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	checked := 0
-	for _, u := range readmeUnits(string(readme)) {
+	for _, path := range readmeQuoteDocs {
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked += quotesReports(t, filepath.Base(path), string(doc))
+	}
+	if checked < 5 {
+		t.Errorf("%d paragraphs of the README and docs/experiments.md cite an experiment; want the caption and the five experiments", checked)
+	}
+}
+
+// quotesReports checks every paragraph or list item of doc that links one
+// guided experiment against that experiment's reports and returns how many
+// it checked.
+func quotesReports(t *testing.T, name, doc string) int {
+	t.Helper()
+	checked := 0
+	for _, u := range readmeUnits(doc) {
 		linked := map[string]bool{}
 		for _, m := range experimentLink.FindAllStringSubmatch(u, -1) {
 			linked[m[1]] = true
@@ -69,15 +89,13 @@ func TestReadmeQuotesItsReports(t *testing.T) {
 			have := numbers(experimentReports(t, exp))
 			for n := range numbers(linkTarget.ReplaceAllString(u, "]")) {
 				if !have[n] {
-					t.Errorf("README.md quotes %s beside %s, which its report.md does not hold:\n%s", n, exp, u)
+					t.Errorf("%s quotes %s beside %s, which its report.md does not hold:\n%s", name, n, exp, u)
 				}
 			}
 			checked++
 		}
 	}
-	if checked < 5 {
-		t.Errorf("%d README paragraphs cite an experiment; want the caption and the four experiments", checked)
-	}
+	return checked
 }
 
 // experimentReports returns the committed report.md of experiment exp
