@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The whole stack from local binaries, without Docker: make run-local / make stop-local.
 # Reuses a running Postgres (127.0.0.1:5432, user postgres). Starts its own Redis servers
-# on free loopback ports (the caches' Redis and the three of the lock's Redlock quorum),
+# on free loopback ports (the caches' Redis and the three of the lock's Redlock quorum;
+# DEBUG allowed from loopback, so that redis-cli -u "$REDIS_URL" DEBUG SLEEP 30 takes the
+# cache Redis away, as docs/experiments/03-redis-outage.md does; one an older version of
+# this script started without it is restarted on its port),
 # Jaeger when built (make jaeger: .tools/bin/jaeger) on free loopback ports, migrates,
 # seeds and starts the API on 127.0.0.1:8080 (exporting its traces to that Jaeger) and,
-# when installed, Prometheus on 127.0.0.1:9090 (with exemplar storage). Everything it
+# when installed, Prometheus on 127.0.0.1:9090 (with exemplar storage; start waits for its
+# first scrape of the API, so that a query right after it finds the API's metrics). Everything it
 # starts is recorded in .run/ (*.pid; redis-*.port for each Redis, jaeger-otlp.port and
 # jaeger-ui.port; env holds the addresses) and stopped by "stop". A second "start" reuses
 # the recorded servers that still run (the process on the recorded port must be the
@@ -58,6 +62,12 @@ redis_pid() {
 	redis-cli -h 127.0.0.1 -p "$1" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p'
 }
 
+# redis_debug reports whether the Redis on 127.0.0.1:$1 allows DEBUG from
+# loopback (started with --enable-debug-command local or yes).
+redis_debug() {
+	[[ $(redis-cli -h 127.0.0.1 -p "$1" config get enable-debug-command 2>/dev/null | tail -n1) =~ ^(local|yes)$ ]]
+}
+
 # listening reports whether anything accepts connections on 127.0.0.1:$1.
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -99,8 +109,13 @@ start_redis() {
 	local name=$1 pidf="$RUN/redis-$1.pid" portf="$RUN/redis-$1.port" pid port
 	port=$(cat "$portf" 2>/dev/null || true)
 	if redis_ours "$name"; then
-		say "redis $name: reusing 127.0.0.1:$port (pid $(cat "$pidf"))"
-		return
+		if redis_debug "$port"; then
+			say "redis $name: reusing 127.0.0.1:$port (pid $(cat "$pidf"))"
+			return
+		fi
+		# Started by an older version of this script: DEBUG is fixed at start.
+		say "redis $name: started without --enable-debug-command: restarting it on 127.0.0.1:$port"
+		end_process "redis $name" "$(cat "$pidf")"
 	fi
 	pid=$(cat "$pidf" 2>/dev/null || true)
 	if [ -n "$pid" ] && alive "$pid" && [[ $(args_of "$pid") == *redis-server* ]]; then
@@ -114,8 +129,10 @@ start_redis() {
 		listening "$port" && continue
 		# The pid file appears once the server listens; the port is ours
 		# when the server on it reports that pid.
+		# DEBUG is allowed from loopback (local): docs/experiments/03-redis-outage.md
+		# takes the cache Redis away with redis-cli -u "$REDIS_URL" DEBUG SLEEP 30.
 		redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$RUN/redis-$name" \
-			--daemonize yes --pidfile "$pidf" --logfile "$RUN/redis-$name.log"
+			--enable-debug-command local --daemonize yes --pidfile "$pidf" --logfile "$RUN/redis-$name.log"
 		for _ in $(seq 50); do
 			pid=$(cat "$pidf" 2>/dev/null || true)
 			if [ -n "$pid" ] && [ "$(redis_pid "$port")" = "$pid" ]; then
@@ -351,10 +368,14 @@ prometheus_ours() {
 }
 
 # start_prometheus runs Prometheus on PROMETHEUS_ADDR when it is installed
-# (Debian: apt-get install prometheus), scraping the API and loadgen.
+# (Debian: apt-get install prometheus), scraping the API and loadgen. It sets
+# PROMETHEUS_DID to what it did, for the banner, and PROMETHEUS_OURS to 1 when
+# the Prometheus on PROMETHEUS_ADDR is this script's.
 start_prometheus() {
 	local pid
+	PROMETHEUS_OURS=0
 	if ! command -v prometheus >/dev/null; then
+		PROMETHEUS_DID="not installed: no metrics history (apt-get install prometheus, then make run-local again)"
 		say "prometheus is not installed: no metrics history (apt-get install prometheus, then make run-local again)"
 		return
 	fi
@@ -371,16 +392,20 @@ start_prometheus() {
 			mv "$RUN/prometheus.yml.new" "$RUN/prometheus.yml"
 			kill -HUP "$pid" # reloads the configuration
 			say "prometheus: already running (pid $pid), configuration reloaded"
+			PROMETHEUS_DID="already running (pid $pid), configuration reloaded"
 		else
 			rm -f "$RUN/prometheus.yml.new"
 			say "prometheus: already running (pid $pid)"
+			PROMETHEUS_DID="already running (pid $pid)"
 		fi
+		PROMETHEUS_OURS=1
 		return
 	fi
 	rm -f "$RUN/prometheus.pid"
 	if curl -fsS "http://$PROMETHEUS_ADDR/-/ready" >/dev/null 2>&1; then
 		rm -f "$RUN/prometheus.yml.new"
 		say "prometheus: one this script did not start answers on $PROMETHEUS_ADDR: using it"
+		PROMETHEUS_DID="not started: one this script did not start answers here (it may not scrape this API)"
 		return
 	fi
 	mv "$RUN/prometheus.yml.new" "$RUN/prometheus.yml"
@@ -388,6 +413,25 @@ start_prometheus() {
 		--web.listen-address="$PROMETHEUS_ADDR" "$PROMETHEUS_FEATURES" >"$RUN/prometheus.log" 2>&1 &
 	echo $! >"$RUN/prometheus.pid"
 	say "prometheus: started on $PROMETHEUS_ADDR (config $RUN/prometheus.yml)"
+	PROMETHEUS_DID="started (pid $!)"
+	PROMETHEUS_OURS=1
+}
+
+# wait_scraped waits (up to 30s) until the Prometheus this script runs has
+# scraped the API once, so that a query right after make run-local finds the
+# API's metrics; it adds the outcome to PROMETHEUS_DID.
+wait_scraped() {
+	local q="http://$PROMETHEUS_ADDR/api/v1/query?query=up%7Bjob%3D%22api%22%7D"
+	[ "$PROMETHEUS_OURS" = 1 ] || return 0
+	for _ in $(seq 300); do
+		if curl -fsS "$q" 2>/dev/null | grep -q '"value"'; then
+			PROMETHEUS_DID="$PROMETHEUS_DID, has scraped the API"
+			return
+		fi
+		sleep 0.1
+	done
+	PROMETHEUS_DID="$PROMETHEUS_DID, has not scraped the API yet (see $RUN/prometheus.log; queries answer an empty result until it does)"
+	say "prometheus: no scrape of the API within 30s; see $RUN/prometheus.log"
 }
 
 # stop_prometheus stops the Prometheus this script started.
@@ -531,9 +575,12 @@ start() {
 	"$RUN/api" seed -scale "${SCALE:-1}"
 	start_api
 	start_prometheus
+	wait_scraped
 	start_loadgen
 	local demo="off (DEMO=1 runs the compose demo's load mix)"
 	[ "$DEMO" != 1 ] || demo="http://$LOADGEN_ADDR/metrics   (log $RUN/loadgen.log; POST /demo/pause, /demo/resume)"
+	local prometheus="$PROMETHEUS_DID"
+	[ "$PROMETHEUS_OURS" != 1 ] || prometheus="$PROMETHEUS_DID; scrapes the API and loadgen -metrics-addr $LOADGEN_ADDR; exemplars on"
 	local jaeger="off (make jaeger once, then make run-local again)"
 	[ "$JAEGER" != 0 ] || jaeger="off (JAEGER=0)"
 	[ -z "$JAEGER_URL" ] || jaeger="$JAEGER_URL   (query API: /api/traces/<trace id>, /api/services; the API sends to $JAEGER_OTLP_URL)"
@@ -546,7 +593,7 @@ run-local: up.
                lock  $LOCK_REDIS_URLS
   addresses    $RUN/env   (set -a; . $RUN/env; set +a)
   Jaeger       $jaeger
-  Prometheus   http://$PROMETHEUS_ADDR   (if installed; scrapes the API and loadgen -metrics-addr $LOADGEN_ADDR; exemplars on)
+  Prometheus   http://$PROMETHEUS_ADDR   ($prometheus)
   demo load    $demo
   logs         $RUN/api.log, $RUN/redis-*.log${JAEGER_URL:+, $RUN/jaeger.log}
   stop         make stop-local${RUN_DIR:+   (with RUN_DIR=$RUN)}

@@ -136,7 +136,10 @@ func TestLocalStartStop(t *testing.T) {
 		}
 	}
 	checkPrometheus(t, run)
+	checkScraped(t, run, out)
 	walkReadme(t, run)
+	walkRunbooks(t, run)
+	freezeCacheRedis(t, run, httpAddr)
 	if withJaeger {
 		if penv, ok := processEnv(t, api); ok && penv["OTEL_EXPORTER_OTLP_ENDPOINT"] != jaeger.otlpURL() {
 			t.Errorf("the api runs with OTEL_EXPORTER_OTLP_ENDPOINT=%q, want %s (the Jaeger started)", penv["OTEL_EXPORTER_OTLP_ENDPOINT"], jaeger.otlpURL())
@@ -705,4 +708,209 @@ func get(t *testing.T, url string) string {
 		t.Fatalf("GET %s: %d, %v", url, resp.StatusCode, err)
 	}
 	return string(b)
+}
+
+// checkScraped checks what the start banner says of Prometheus: what the
+// script did (no "if installed" after starting it) and, when it started
+// one, that the API was scraped before the banner, so that a query right
+// after make run-local (README's) finds the API's metrics.
+func checkScraped(t *testing.T, run, out string) {
+	t.Helper()
+	var line string
+	for l := range strings.Lines(out) {
+		if strings.HasPrefix(strings.TrimSpace(l), "Prometheus ") {
+			line = l
+		}
+	}
+	if line == "" || strings.Contains(line, "if installed") {
+		t.Errorf("the banner's Prometheus line does not say what start did: %q", line)
+	}
+	if _, err := exec.LookPath("prometheus"); err != nil {
+		if !strings.Contains(line, "not installed") {
+			t.Errorf("no prometheus installed, and the banner does not say so: %q", line)
+		}
+		return
+	}
+	if !strings.Contains(line, "started") || !strings.Contains(line, "has scraped the API") {
+		t.Errorf("the banner does not say that Prometheus started and scraped the API: %q", line)
+	}
+	env := readEnv(t, run)
+	body := get(t, env["PROMETHEUS_URL"]+"/api/v1/query?query=catalog_hottest_key_recomputes")
+	if !strings.Contains(body, `"catalog_hottest_key_recomputes"`) {
+		t.Errorf("right after start, Prometheus has no catalog_hottest_key_recomputes: %s", body)
+	}
+}
+
+// readEnv returns the variables RUN_DIR/env records.
+func readEnv(t *testing.T, run string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(run, "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for l := range strings.Lines(string(b)) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(l), "="); ok && !strings.HasPrefix(k, "#") {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// docDir returns a directory whose .run is run (RUN_DIR), so that the docs'
+// commands run as written: set -a; . .run/env; set +a.
+func docDir(t *testing.T, run string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Symlink(run, filepath.Join(dir, ".run")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// docBash runs script in bash in dir, curl failing on an HTTP error
+// (curl -f), within timeout; it returns the output and the error.
+func docBash(dir, script string, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", `curl() { command curl -f "$@"; }; `+script)
+	cmd.Dir = dir
+	cmd.Env = environ()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// codeSpans returns the inline code spans of markdown doc (a span may run
+// over a line break, which becomes a space), fenced blocks left out.
+func codeSpans(doc string) []string {
+	var prose strings.Builder
+	fenced := false
+	for l := range strings.Lines(doc) {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			fenced = !fenced
+			continue
+		}
+		if !fenced {
+			prose.WriteString(strings.TrimSpace(l) + " ")
+		}
+	}
+	var spans []string
+	for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(prose.String(), -1) {
+		spans = append(spans, m[1])
+	}
+	return spans
+}
+
+// fencedBlock returns the n-th (from 0) sh block of markdown doc.
+func fencedBlock(t *testing.T, doc string, n int) string {
+	t.Helper()
+	parts := strings.Split(doc, "```sh\n")
+	if len(parts) <= n+1 {
+		t.Fatalf("no sh block %d", n)
+	}
+	block, _, _ := strings.Cut(parts[n+1], "\n```")
+	return block
+}
+
+// walkRunbooks runs docs/runbooks.md's commands as a reader under make
+// run-local would, after its run-local block (set -a; . .run/env; set +a;
+// API=http://$HTTP_ADDR): each line of "Three calls" and every inline
+// command that starts with curl or redis-cli and uses $API, $REDIS_URL or
+// $PROMETHEUS_URL must succeed (curl -f: an HTTP error fails). redis-cli
+// --latency runs until stopped: it must print a measurement within 3 s.
+func walkRunbooks(t *testing.T, run string) {
+	t.Helper()
+	b, err := os.ReadFile("../docs/runbooks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	setup := fencedBlock(t, doc, 1)
+	if !strings.Contains(setup, ". .run/env") {
+		t.Fatalf("runbooks.md's second sh block is not the run-local one:\n%s", setup)
+	}
+	var cmds []string
+	for l := range strings.Lines(fencedBlock(t, doc, 2)) {
+		if c, _, _ := strings.Cut(l, "  #"); strings.HasPrefix(c, "curl ") {
+			cmds = append(cmds, strings.TrimSpace(c))
+		}
+	}
+	for _, c := range codeSpans(doc) {
+		if (strings.HasPrefix(c, "curl ") || strings.HasPrefix(c, "redis-cli ")) && regexp.MustCompile(`\$(API|REDIS_URL|PROMETHEUS_URL)\b`).MatchString(c) &&
+			!slices.Contains(cmds, c) {
+			cmds = append(cmds, c)
+		}
+	}
+	dir := docDir(t, run)
+	var redisChecks int
+	for _, c := range cmds {
+		redisCmd := strings.HasPrefix(c, "redis-cli ")
+		if redisCmd {
+			redisChecks++
+		}
+		if strings.Contains(c, "--latency") {
+			out, _ := docBash(dir, setup+"\n"+c, 3*time.Second)
+			// min, max, avg and samples: "min: ..." on a terminal, bare numbers otherwise.
+			if !regexp.MustCompile(`min: |(?m)^\d+ \d+ [\d.]+ \d+$`).MatchString(out) {
+				t.Errorf("runbooks.md: %s\n  printed no latency in 3 s: %q", c, out)
+			}
+			continue
+		}
+		out, err := docBash(dir, "set -e\n"+setup+"\n"+c, time.Minute)
+		if err != nil || strings.TrimSpace(out) == "" || (redisCmd && strings.Contains(out, "ERR")) {
+			t.Errorf("runbooks.md under run-local: %s\n  failed: %v\n%s", c, err, out)
+		}
+		if strings.Contains(c, " PING") && strings.TrimSpace(out) != "PONG" {
+			t.Errorf("runbooks.md: %s answered %q, want PONG", c, out)
+		}
+	}
+	if len(cmds) < 8 || redisChecks < 3 {
+		t.Errorf("walked %d runbook commands (%d redis-cli): want the three calls and the checks of the cache Redis", len(cmds), redisChecks)
+	}
+}
+
+// freezeCacheRedis runs docs/experiments/03-redis-outage.md's real outage,
+// as written (set -a; . .run/env; set +a; redis-cli -u "$REDIS_URL" DEBUG
+// SLEEP 30): it must succeed, the cache Redis must not answer while it
+// sleeps, and the API must go on serving reads meanwhile.
+func freezeCacheRedis(t *testing.T, run, httpAddr string) {
+	t.Helper()
+	b, err := os.ReadFile("../docs/experiments/03-redis-outage.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outage string
+	for _, c := range codeSpans(string(b)) {
+		if strings.Contains(c, "DEBUG SLEEP") {
+			outage = c
+		}
+	}
+	if !strings.Contains(outage, ". .run/env") || !strings.Contains(outage, `redis-cli -u "$REDIS_URL"`) {
+		t.Fatalf("03-redis-outage.md has no run-local outage command (redis-cli -u \"$REDIS_URL\" DEBUG SLEEP after . .run/env): %q", outage)
+	}
+	cache := recorded(t, run, "cache")
+	done := make(chan error, 1)
+	var out string
+	start := time.Now()
+	go func() {
+		var err error
+		out, err = docBash(docDir(t, run), outage, 2*time.Minute)
+		done <- err
+	}()
+	// Asleep: PING gets no answer (a real outage, not a refused command).
+	waitFor(t, "the cache Redis to stop answering", func() bool {
+		c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", cache.port), ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
+		defer c.Close()
+		return c.Ping(context.Background()).Err() != nil
+	})
+	for id := 1; id <= 5; id++ {
+		get(t, fmt.Sprintf("http://%s/v1/products/%d", httpAddr, id))
+	}
+	if err := <-done; err != nil || strings.TrimSpace(out) != "OK" {
+		t.Fatalf("03-redis-outage.md: %s\n  answered %q (%v), want OK", outage, out, err)
+	}
+	t.Logf("%s took %v", outage, time.Since(start).Round(time.Second))
+	if n := redisPid(cache.port); n != cache.pid {
+		t.Fatalf("after DEBUG SLEEP the cache Redis on %d is pid %d, want %d", cache.port, n, cache.pid)
+	}
 }

@@ -117,6 +117,9 @@ func TestGetManyOnAClusterReportsALaterNodesFailure(t *testing.T) {
 	if gets(c, resultBypass) != 2 {
 		t.Fatalf("%d keys bypassed Redis, want 2 (Redis reported down)", gets(c, resultBypass))
 	}
+	if n, miss := recomputes(c, reasonBypass, "ok"), recomputes(c, reasonMiss, "ok"); n != 2 || miss != 0 {
+		t.Fatalf("recomputes: bypass %d, miss %d; want 2 and 0 (a bypass is labelled reason=\"bypass\")", n, miss)
+	}
 }
 
 // redisErrReply is an error reply from the server (go-redis's redis.Error).

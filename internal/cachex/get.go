@@ -170,7 +170,7 @@ func (c *Cache[V]) bypass(ctx context.Context, key string, load func(context.Con
 			defer cancel()
 			f.after(lctx)
 			c.loads.begin(f)
-			v, _, err := c.compute(lctx, load, reasonMiss)
+			v, _, err := c.compute(lctx, load, reasonBypass)
 			c.loads.land(key, f, v, resultBypass, err)
 		})
 	}

@@ -288,7 +288,11 @@ func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[strin
 			}
 		}
 		c.loads.begin(ledFlights...)
-		vals, delta, err := c.computeMany(lctx, led, stale, load)
+		miss := reasonMiss
+		if !store {
+			miss = reasonBypass // read is nil: Redis unavailable
+		}
+		vals, delta, err := c.computeMany(lctx, led, stale, load, miss)
 		if err == nil && store {
 			c.storeMany(lctx, led, vals, delta, read)
 		}
@@ -343,14 +347,16 @@ func (c *Cache[V]) land(k string, f *flight[V], v V, found bool, result string, 
 	c.loads.land(k, f, v, result, err)
 }
 
-// computeMany calls the batch loader once and counts one recompute per key.
-func (c *Cache[V]) computeMany(ctx context.Context, keys []string, stale map[string]*entry, load func(context.Context, []string) (map[string]V, error)) (map[string]V, time.Duration, error) {
-	release, err := c.loadSlot(ctx, reasonMiss)
+// computeMany calls the batch loader once and counts one recompute per key:
+// reason expired for the keys in stale, miss (reasonMiss, or reasonBypass
+// without Redis) for the others.
+func (c *Cache[V]) computeMany(ctx context.Context, keys []string, stale map[string]*entry, load func(context.Context, []string) (map[string]V, error), miss string) (map[string]V, time.Duration, error) {
+	release, err := c.loadSlot(ctx, miss)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer release()
-	vals, delta, err := timeLoad(c, ctx, reasonMiss, len(keys), func(ctx context.Context) (map[string]V, error) { return load(ctx, keys) })
+	vals, delta, err := timeLoad(c, ctx, miss, len(keys), func(ctx context.Context) (map[string]V, error) { return load(ctx, keys) })
 	expired := 0
 	for _, k := range keys {
 		if stale[k] != nil {
@@ -358,7 +364,7 @@ func (c *Cache[V]) computeMany(ctx context.Context, keys []string, stale map[str
 		}
 	}
 	c.countRecomputes(reasonExpired, expired, err)
-	c.countRecomputes(reasonMiss, len(keys)-expired, err)
+	c.countRecomputes(miss, len(keys)-expired, err)
 	return vals, delta, err
 }
 
@@ -399,7 +405,7 @@ func (c *Cache[V]) loadInto(ctx context.Context, out map[string]V, keys []string
 // loadTTL is the baseline for batches: load what is missing, write it back,
 // no deduplication.
 func (c *Cache[V]) loadTTL(ctx context.Context, out map[string]V, keys []string, stale map[string]*entry, read map[string]string, load func(context.Context, []string) (map[string]V, error)) error {
-	vals, delta, err := c.computeMany(ctx, keys, stale, load)
+	vals, delta, err := c.computeMany(ctx, keys, stale, load, reasonMiss)
 	for _, k := range keys {
 		if err != nil && stale[k] != nil {
 			if v, serr := c.decode(*stale[k]); serr == nil {

@@ -21,6 +21,7 @@ const (
 	reasonMiss    = "miss"
 	reasonEarly   = "early"
 	reasonExpired = "expired"
+	reasonBypass  = "bypass" // Redis unavailable: the read computed without it (stores nothing)
 )
 
 // metrics are one cache's children of the shared cachex_* families, resolved
@@ -43,7 +44,7 @@ func newMetrics(reg prometheus.Registerer, cache string) (*metrics, error) {
 	}, []string{"cache", "result"})
 	recomputes := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "cachex_recomputes_total",
-		Help: "Loader calls by reason (miss, early, expired) and status (ok, error, panic).",
+		Help: "Loader calls by reason (miss, early, expired, bypass: Redis unavailable) and status (ok, error, panic).",
 	}, []string{"cache", "reason", "status"})
 	discarded := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "cachex_recomputes_discarded_total",
@@ -113,7 +114,7 @@ func newMetrics(reg prometheus.Registerer, cache string) (*metrics, error) {
 	for _, op := range []string{"get", "set", "lock", "unlock", "del", "decode", "encode"} {
 		m.redisErrs.WithLabelValues(op) // export zeros: a rate of nothing is 0, not "no data"
 	}
-	for _, r := range []string{reasonMiss, reasonEarly, reasonExpired} {
+	for _, r := range []string{reasonMiss, reasonEarly, reasonExpired, reasonBypass} {
 		for _, s := range []string{"ok", "error", "panic"} {
 			m.recomputes[[2]string{r, s}] = recomputes.WithLabelValues(cache, r, s)
 		}

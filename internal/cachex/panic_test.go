@@ -113,7 +113,7 @@ func TestLoaderPanicIsRecoveredOnEveryPath(t *testing.T) {
 			}
 			_, err := c.Get(ctx, "k", p.load)
 			checkPanic(t, err)
-			return reasonMiss
+			return reasonBypass
 		},
 		"early refresh": func(t *testing.T, c *Cache[string], clk *clock, p *panicky) string {
 			if _, err := c.Get(ctx, "k", (&loader{delay: time.Millisecond}).load); err != nil { // delta > 0: early refresh can happen

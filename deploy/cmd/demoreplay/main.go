@@ -58,7 +58,7 @@ var sources = []source{
 	{metric: "catalog_reservations_total", by: []string{"result"}},
 	{metric: "cachex_gets_total", by: []string{"cache", "result"}},
 	{metric: "cachex_strategy_info", by: []string{"cache", "strategy"}, max: true},
-	{metric: "cachex_recomputes_total", by: []string{"cache", "status"}},
+	{metric: "cachex_recomputes_total", by: []string{"cache", "reason", "status"}},
 	{metric: "cachex_recomputes_discarded_total", by: []string{"cache"}},
 	{metric: "catalog_hottest_key_recomputes", by: []string{"cache"}, max: true},
 	{metric: "cachex_redis_errors_total", by: []string{"cache"}},
