@@ -87,6 +87,7 @@ var notOverAutoPipeliner = map[string]string{
 	"TestDependsOnTheOtelAPIOnly":                                 noRedis,
 	"TestHandOverNeedsOneServer":                                  validation,
 	"TestNewRefusesAClientThatIgnoresDeadlines":                   validation,
+	"TestNewAcceptsTheRedistestClient":                            validation,
 	"TestNewRefusesASafetyMarginWithoutRoomForTheFirstExtension":  validation,
 	"TestReleaseWaitsForALateAcquire":                             onAClient,
 	"TestAQuorumWonTooLateIsNotALock":                             aboveClient, // validity of a slow quorum
