@@ -53,10 +53,10 @@ type Cache[V any] struct {
 var ErrClosed = errors.New("cachex: cache closed")
 
 // New returns a cache over rdb (a *redis.Client, *redis.ClusterClient or
-// *redis.Ring, or the *redis.AutoPipeliner of one: docs/cachex.md, "Clients")
-// that encodes values with codec. It fails when the options are
-// invalid, when the metrics cannot be registered, or when rdb ignores
-// context deadlines (redis.Options.ContextTimeoutEnabled false): every call
+// *redis.Ring, or the *redis.AutoPipeliner of one) that encodes values with
+// codec. It fails when the options are invalid, when the metrics cannot be
+// registered, or when rdb, or the client behind it, ignores context
+// deadlines (redis.Options.ContextTimeoutEnabled false): every call
 // carries a deadline of Options.Timeout, and only with it do dialling, pool
 // waits, retries, reads and writes all end there. Other client types must
 // honour context deadlines themselves.

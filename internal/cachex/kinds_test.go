@@ -49,7 +49,7 @@ func overKind(t testing.TB, rdb redis.UniversalClient, opts Options) (redis.Univ
 }
 
 // TestOverAutoPipeliner runs the tests of overAutoPipeliner over the second
-// kind of client (docs/cachex.md#clients): every cache they build rides
+// kind of client: every cache they build rides
 // go-redis's AutoPipeliner, scripts, pipelines and cluster paths included.
 func TestOverAutoPipeliner(t *testing.T) {
 	t.Parallel()
