@@ -5,13 +5,17 @@ package scripts_test
 import (
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 )
 
 // TestCopyCheck runs scripts/copy-check.sh: cachex, lockx, pgfence and
 // redistest copied into a fresh module with go-redis at the lowest version
-// the docs state build, vet clean and pass their own tests there. The same
+// the docs state, and its go line at the stated minimum Go, build, vet clean
+// and pass their own tests there, tidy keeping that go line and requiring
+// the stated modules (TestCopyItStatesGoAndModules checks the docs state
+// the script's list). The same
 // copy on the version before it must fail to build for want of the
 // AutoPipeliner, or the stated minimum is not the real one.
 func TestCopyCheck(t *testing.T) {
@@ -26,7 +30,11 @@ func TestCopyCheck(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the copy with go-redis v9.22.0: %v\n%s", err, out)
 	}
-	for _, pkg := range []string{"example.com/shop/cachex", "example.com/shop/lockx", "example.com/shop/lockx/pgfence"} {
+	gomin, modules := stated(t)
+	if !strings.Contains(out, ", go "+gomin+", go-redis v9.22.0\n") || !strings.Contains(out, "copy-check: requires "+strings.Join(modules, " ")+"\n") {
+		t.Errorf("the copy's go line or modules are not reported as go %s and %v:\n%s", gomin, modules, out)
+	}
+	for _, pkg := range []string{"example.com/shop/cachex", "example.com/shop/lockx", "example.com/shop/lockx/pgfence", "example.com/shop/redistest"} {
 		if !strings.Contains(out, "ok  \t"+pkg) {
 			t.Errorf("no passing tests of %s in the copy:\n%s", pkg, out)
 		}
@@ -74,6 +82,69 @@ func TestCopyItIsTheTestedExample(t *testing.T) {
 		}
 		if got, want := block, strings.Join(body, "\n")+"\n"; block == "" || got != want {
 			t.Errorf("%s's Copy it code is not the body of Example_copyIt in %s:\n--- doc\n%s--- example\n%s", doc, example, got, want)
+		}
+	}
+}
+
+// stated returns the minimum Go and the modules that copy-check.sh checks
+// the copy against.
+func stated(t *testing.T) (gomin string, modules []string) {
+	t.Helper()
+	b, err := os.ReadFile("copy-check.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := regexp.MustCompile(`(?m)^gomin=(\d+\.\d+\.\d+)$`).FindSubmatch(b)
+	m := regexp.MustCompile(`(?m)^modules='([^']+)'$`).FindSubmatch(b)
+	if g == nil || m == nil {
+		t.Fatal("copy-check.sh sets no gomin=X.Y.Z or modules='...' line")
+	}
+	return string(g[1]), strings.Fields(string(m[1]))
+}
+
+// TestCopyItStatesGoAndModules: the "Copy it" sections of docs/cachex.md and
+// docs/lockx.md and each package's doc.go state the minimum Go and every
+// module copy-check.sh finds the copy requires (cachex's without pgfence's
+// pgx), and no longer say "no SDK".
+func TestCopyItStatesGoAndModules(t *testing.T) {
+	gomin, modules := stated(t)
+	minor := gomin[:strings.LastIndex(gomin, ".")] // 1.26.0: "Go 1.26"
+	copyIt := func(doc string) string {
+		md, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, section, _ := strings.Cut(string(md), "## Copy it\n")
+		section, _, _ = strings.Cut(section, "\n## ")
+		return section
+	}
+	read := func(f string) string {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.ReplaceAll(string(b), "\n// ", " ")
+	}
+	for name, text := range map[string]string{
+		"docs/cachex.md":         copyIt("../docs/cachex.md"),
+		"docs/lockx.md":          copyIt("../docs/lockx.md"),
+		"internal/cachex/doc.go": read("../internal/cachex/doc.go"),
+		"internal/lockx/doc.go":  read("../internal/lockx/doc.go"),
+	} {
+		text = strings.Join(strings.Fields(text), " ")
+		if !strings.Contains(text, "Go "+minor+" or later") {
+			t.Errorf("%s does not state Go %s or later", name, minor)
+		}
+		if strings.Contains(text, "no SDK") {
+			t.Errorf("%s says \"no SDK\"; the tests import go.opentelemetry.io/otel/sdk", name)
+		}
+		for _, m := range modules {
+			if m == "github.com/jackc/pgx/v5" && strings.Contains(name, "cachex") {
+				continue
+			}
+			if !strings.Contains(text, m) {
+				t.Errorf("%s does not name the module %s, which the copy requires", name, m)
+			}
 		}
 	}
 }

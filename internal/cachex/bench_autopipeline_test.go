@@ -16,8 +16,8 @@ const benchAPParallelism = 16
 // BenchmarkGetJSONAutoPipelined puts a JSON hit side by side over both kinds
 // of client, in one run: raw (GET + json.Unmarshal) and cachex over the plain
 // client, the same over its AutoPipeliner (-ap), cachex with
-// Options.AutoPipeline (-auto), and that with ReuseDecoded. Goals
-// (docs/benchmarks.md): cachex-ap and cachex-auto within 1.10x of raw-ap in
+// Options.AutoPipeline (-auto), and that with ReuseDecoded. Goals:
+// cachex-ap and cachex-auto within 1.10x of raw-ap in
 // parallel, cachex-auto within 1.10x of cachex alone, cachex-auto-reuse at
 // most 0.25x raw in parallel.
 func BenchmarkGetJSONAutoPipelined(b *testing.B) {

@@ -21,8 +21,9 @@ import (
 // between two sub-benchmarks is what cachex costs on top of Redis. Every read
 // is a hit: the entries are written before the timer starts with a TTL of an
 // hour, so XFetch never decides to refresh early, and each benchmark fails if
-// a loader ran while it was timed. `make bench` runs them and prints the
-// ratios; docs/benchmarks.md holds the figures and the goals.
+// a loader ran while it was timed. The stampede repository's `make bench`
+// runs them; the stampede repository's docs/benchmarks.md holds the
+// figures and the goals.
 
 const (
 	// benchKeys is how many keys a Get benchmark reads: in turn when

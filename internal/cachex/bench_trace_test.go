@@ -25,7 +25,7 @@ func (discard) Shutdown(context.Context) error                             { ret
 // cache's cachex.get span is the root the sampler decides on: what cachex
 // itself costs, and more than under a request span, whose unsampled reads
 // start no span (TestNoSpansUnderAnUnsampledParent). Goal: 10% sampling
-// within 1.10x of off (docs/benchmarks.md, Tracing).
+// within 1.10x of off.
 func BenchmarkGetJSONTraced(b *testing.B) {
 	env := newBenchEnv(b, benchKeys)
 	sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}), sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1))))

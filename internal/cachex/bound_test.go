@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-lab/stampede/internal/redistest"
@@ -50,18 +51,80 @@ func TestUnansweringHostCallsEndAtTimeout(t *testing.T) {
 
 // TestNewRefusesAClientWithoutDeadlines: a client that ignores context
 // deadlines could hold a call for its own timeouts and retries, whatever
-// they are, so New refuses it and says what to set.
+// they are, so New refuses it, and an AutoPipeliner of it, and says what to
+// set.
 func TestNewRefusesAClientWithoutDeadlines(t *testing.T) {
 	t.Parallel()
-	for name, rdb := range map[string]redis.UniversalClient{
+	clients := map[string]redis.UniversalClient{
 		"client":  redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond}),
 		"cluster": redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}),
 		"ring":    redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}),
-	} {
-		_, err := New(rdb, JSON[string]{}, Options{Name: "refused", TTL: time.Minute})
-		if err == nil || !strings.Contains(err.Error(), "ContextTimeoutEnabled") {
-			t.Errorf("%s without ContextTimeoutEnabled: %v, want an error naming it", name, err)
+	}
+	for name, rdb := range clients {
+		defer rdb.Close()
+		kinds := map[string]redis.UniversalClient{"": rdb}
+		if ap, err := rdb.AutoPipeline(); err == nil { // a Ring has none
+			kinds["'s AutoPipeliner"] = ap
 		}
-		_ = rdb.Close()
+		if ap, err := rdb.AsyncAutoPipeline(); err == nil {
+			kinds["'s AsyncAutoPipeliner"] = ap
+		}
+		for kind, c := range kinds {
+			_, err := New(c, JSON[string]{}, Options{Name: "refused", TTL: time.Minute})
+			if err == nil || !strings.Contains(err.Error(), "ContextTimeoutEnabled") {
+				t.Errorf("%s%s without ContextTimeoutEnabled: %v, want an error naming it", name, kind, err)
+			}
+		}
+	}
+}
+
+// TestNewAcceptsAClientWithDeadlines: the same clients with
+// ContextTimeoutEnabled, and their AutoPipeliners, are accepted, so the
+// refusal above is the option's doing.
+func TestNewAcceptsAClientWithDeadlines(t *testing.T) {
+	t.Parallel()
+	clients := map[string]redis.UniversalClient{
+		"client":  redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}),
+		"cluster": redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}),
+		"ring":    redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}, ContextTimeoutEnabled: true}),
+	}
+	for name, rdb := range clients {
+		defer rdb.Close()
+		kinds := map[string]redis.UniversalClient{"": rdb}
+		if ap, err := rdb.AutoPipeline(); err == nil { // a Ring has none
+			kinds["'s AutoPipeliner"] = ap
+		}
+		for kind, c := range kinds {
+			opts := Options{Name: "accepted", TTL: time.Minute, Registerer: prometheus.NewRegistry(), noClockSync: true}
+			cache, err := New(c, JSON[string]{}, opts)
+			if err != nil {
+				t.Errorf("%s%s with ContextTimeoutEnabled: %v", name, kind, err)
+				continue
+			}
+			cache.Close()
+		}
+	}
+}
+
+// TestNewAcceptsTheRedistestClient: redistest.Client, the helper the tests
+// (and a copier's) use, builds a client New accepts, and the cache reads
+// and writes through it.
+func TestNewAcceptsTheRedistestClient(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Client(t, redistest.New(t))
+	c, err := New(rdb, JSON[string]{}, Options{Name: "redistest", TTL: time.Minute, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatalf("New over redistest.Client: %v", err)
+	}
+	defer c.Close()
+	l := &loader{}
+	key := redistest.Key(t) + "k"
+	for range 2 {
+		if v, err := c.Get(context.Background(), key, l.load); err != nil || v == "" {
+			t.Fatalf("Get = %q, %v", v, err)
+		}
+	}
+	if n := l.calls.Load(); n != 1 {
+		t.Fatalf("%d loader calls for two reads, want 1: the value did not reach Redis", n)
 	}
 }

@@ -16,7 +16,7 @@ import (
 // invalidates the key. A read on B that starts now cannot see A's
 // tombstone; it must still not join B's load that began before it: it waits
 // for that load to end (one load per key at a time) and loads version 2.
-// (Found by cmd/torture: a read on one instance, 28 ms after another
+// (Found by the stampede repository's torture checker: a read on one instance, 28 ms after another
 // instance's invalidation, returned version 1169 after 1170 had been
 // written, while faults on a Redis master had opened its breaker.)
 func TestABypassingReadAfterInvalidateDoesNotJoinAnOlderLoad(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -52,10 +53,10 @@ type Cache[V any] struct {
 var ErrClosed = errors.New("cachex: cache closed")
 
 // New returns a cache over rdb (a *redis.Client, *redis.ClusterClient or
-// *redis.Ring, or the *redis.AutoPipeliner of one: docs/cachex.md, "Clients")
-// that encodes values with codec. It fails when the options are
-// invalid, when the metrics cannot be registered, or when rdb ignores
-// context deadlines (redis.Options.ContextTimeoutEnabled false): every call
+// *redis.Ring, or the *redis.AutoPipeliner of one) that encodes values with
+// codec. It fails when the options are invalid, when the metrics cannot be
+// registered, or when rdb, or the client behind it, ignores context
+// deadlines (redis.Options.ContextTimeoutEnabled false): every call
 // carries a deadline of Options.Timeout, and only with it do dialling, pool
 // waits, retries, reads and writes all end there. Other client types must
 // honour context deadlines themselves.
@@ -114,10 +115,10 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options, with ..
 	return c, nil
 }
 
-// checkDeadlines refuses a go-redis client that ignores context deadlines:
-// its read and write timeouts alone do not bound a dial to an unreachable
-// host, nor the client's retries, so such a client could hold a call far
-// beyond Timeout.
+// checkDeadlines refuses a go-redis client that ignores context deadlines,
+// or an AutoPipeliner of one: its read and write timeouts alone do not
+// bound a dial to an unreachable host, nor the client's retries, so such a
+// client could hold a call far beyond Timeout.
 func checkDeadlines(rdb redis.UniversalClient) error {
 	var ctxOK bool
 	switch c := rdb.(type) {
@@ -127,6 +128,13 @@ func checkDeadlines(rdb redis.UniversalClient) error {
 		ctxOK = c.Options().ContextTimeoutEnabled
 	case *redis.Ring:
 		ctxOK = c.Options().ContextTimeoutEnabled
+	case *redis.AutoPipeliner:
+		ok, known := autoPipelinerDeadlines(c)
+		if !known {
+			return errors.New("cannot tell whether the client behind the AutoPipeliner honours context deadlines: " +
+				"give New the client itself with Options.AutoPipeline")
+		}
+		ctxOK = ok
 	default:
 		return nil // another client type must honour deadlines itself
 	}
@@ -135,6 +143,40 @@ func checkDeadlines(rdb redis.UniversalClient) error {
 			"set ContextTimeoutEnabled in its options")
 	}
 	return nil
+}
+
+// autoPipelinerDeadlines reports the ContextTimeoutEnabled option of the
+// client behind ap, which go-redis (v9.22, v9.23) keeps unexported: the
+// field pipeliner holds the client, whose opt field holds its options.
+// known is false when the fields are not found.
+func autoPipelinerDeadlines(ap *redis.AutoPipeliner) (enabled, known bool) {
+	if ap == nil {
+		return false, false
+	}
+	defer func() {
+		if recover() != nil { // a nil embedded pointer on the way
+			enabled, known = false, false
+		}
+	}()
+	client := reflect.ValueOf(ap).Elem().FieldByName("pipeliner")
+	for client.IsValid() && (client.Kind() == reflect.Interface || client.Kind() == reflect.Pointer) {
+		if client.IsNil() {
+			return false, false
+		}
+		client = client.Elem()
+	}
+	if client.Kind() != reflect.Struct {
+		return false, false
+	}
+	opt := client.FieldByName("opt")
+	if opt.Kind() != reflect.Pointer || opt.IsNil() {
+		return false, false
+	}
+	f := opt.Elem().FieldByName("ContextTimeoutEnabled")
+	if f.Kind() != reflect.Bool {
+		return false, false
+	}
+	return f.Bool(), true
 }
 
 // Name is the cache's class name, as given in Options.

@@ -9,7 +9,7 @@ import (
 
 // now is the cache's estimate of the Redis server's clock (its clock plus
 // syncClock's offset), on which every instance compares expiries
-// (docs/cachex.md, "Failure behaviour", Clocks).
+// (so instances whose clocks disagree still agree on what has expired).
 func (c *Cache[V]) now() time.Time {
 	return c.opts.now().Add(time.Duration(c.offset.Load()))
 }

@@ -12,8 +12,8 @@ import (
 // through the client, or through the deferred face of its AutoPipeliner
 // (ap), whose batches it shares with every other caller. An AutoPipeliner
 // runs a queued command on its own context, so on that lane a caller waits
-// for its reply only as long as its context allows
-// (docs/cachex.md, "Clients").
+// for its reply only as long as its context allows; a reply given up on is
+// a lost reply, which every write script survives.
 //
 // Given an AutoPipeliner, every call takes its lane. With
 // Options.AutoPipeline over a plain client, a call takes it only while

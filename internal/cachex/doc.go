@@ -41,14 +41,19 @@
 // cachex.recompute, cachex.load_slot); a loader call under a sampled span
 // puts its trace id on cachex_recompute_duration_seconds as an exemplar.
 //
-// The package depends only on the standard library, go-redis v9.22.0 or
-// later (its AutoPipeliner), client_golang and the OpenTelemetry trace API
-// (no SDK). To copy it into a service, take this directory and
-// internal/redistest (its tests' private redis-server processes), change
-// the import paths and create the client with ContextTimeoutEnabled;
-// docs/cachex.md ("Copy it"), in the project the package comes from, has
-// the rest, with the math, the failure behaviour and the choice of beta.
-//
-// Comments cite sections of that project's documentation as
-// docs/cachex.md, "Section"; keep those pages with a copy.
+// Copying it: the package needs Go 1.26 or later and depends only on the
+// standard library, github.com/redis/go-redis/v9 v9.22.0 or later (its
+// AutoPipeliner; the near-cache invalidations metric needs v9.23),
+// github.com/prometheus/client_golang and the OpenTelemetry trace API
+// (go.opentelemetry.io/otel, go.opentelemetry.io/otel/trace); its tests add
+// the OpenTelemetry SDK (go.opentelemetry.io/otel/sdk) and need
+// redis-server on PATH. Take this directory and, from the stampede
+// repository, internal/redistest (the tests' private redis-server
+// processes), change the import paths, and
+// create the client with ContextTimeoutEnabled (New refuses a client, or an
+// AutoPipeliner of one, without it). While Redis is down go-redis logs a
+// line per failed dial to its own logger: route it with redis.SetLogger, as
+// the tests' TestMain does. The "Copy it" section of
+// the stampede repository's docs/cachex.md has the rest, with the math, the
+// failure behaviour and the choice of beta.
 package cachex

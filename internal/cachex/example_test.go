@@ -158,7 +158,8 @@ func ExampleOptions_autoPipeline() {
 	// Output: true true
 }
 
-// Example_copyIt is the example of docs/cachex.md's "Copy it": an expensive
+// Example_copyIt is the example of the "Copy it" section of
+// the stampede repository's docs/cachex.md: an expensive
 // query read through the cache.
 func Example_copyIt() {
 	rdb := redis.NewClient(&redis.Options{

@@ -45,8 +45,7 @@ type flights[V any] struct {
 // (seen), and a caller that bypasses Redis (seen is bypassSeen, it read
 // nothing) only one whose loader has not begun; otherwise it starts a new
 // flight, whose load waits for the older one's (after). So a read begun
-// after an Invalidate, on any instance, never gets an older load's value
-// (docs/cachex.md, "Failure behaviour").
+// after an Invalidate, on any instance, never gets an older load's value.
 func (fs *flights[V]) join(key, seen string, origin trace.SpanContext) (*flight[V], bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()

@@ -11,8 +11,8 @@ import (
 // Options.InvalidateVersions) by tombstones and deletes their locks, in one
 // round trip per Redis node. Call it after the write to the source of truth
 // has committed: a load that started before it never lands after it, and a
-// read that starts after it returns never joins such a load
-// (docs/cachex.md, "Failure behaviour"). When Redis cannot be reached it
+// read that starts after it returns never joins such a load (a tombstone
+// and guarded writes). When Redis cannot be reached it
 // returns an error; the entries then expire within TTL + Grace.
 func (c *Cache[V]) Invalidate(ctx context.Context, keys ...string) error {
 	if len(keys) == 0 {

@@ -196,7 +196,8 @@ func TestALoadStartedBeforeInvalidateNeverLandsAfterIt(t *testing.T) {
 // (it read version 1); the source changes and instance B invalidates the key.
 // A read on A that starts now sees B's tombstone, so it does not join A's
 // older load: once that load has ended (one load per key at a time), it
-// loads version 2. (Found by cmd/torture: the cache workload's readers got
+// loads version 2. (Found by the stampede
+// repository's torture checker: the cache workload's readers got
 // version 929 after 930 had been written and invalidated.)
 func TestReadAfterInvalidateDoesNotJoinAnOlderLoad(t *testing.T) {
 	t.Parallel()

@@ -49,7 +49,7 @@ func overKind(t testing.TB, rdb redis.UniversalClient, opts Options) (redis.Univ
 }
 
 // TestOverAutoPipeliner runs the tests of overAutoPipeliner over the second
-// kind of client (docs/cachex.md#clients): every cache they build rides
+// kind of client: every cache they build rides
 // go-redis's AutoPipeliner, scripts, pipelines and cluster paths included.
 func TestOverAutoPipeliner(t *testing.T) {
 	t.Parallel()
@@ -131,7 +131,9 @@ const (
 // notOverAutoPipeliner are the tests TestOverAutoPipeliner leaves out, and
 // why.
 var notOverAutoPipeliner = map[string]string{
-	"TestNewRefusesAClientWithoutDeadlines":                   "checks New's check of plain clients' options",
+	"TestNewRefusesAClientWithoutDeadlines":                   "checks New's check of the options of every kind of client",
+	"TestNewAcceptsAClientWithDeadlines":                      "checks New's check of the options of every kind of client",
+	"TestNewAcceptsTheRedistestClient":                        "checks that New accepts redistest.Client's client",
 	"TestUnansweringHostCallsEndAtTimeout":                    "a dial and a read that never end: the deadline is the context's, whatever the client kind",
 	"TestABypassingReadAfterInvalidateDoesNotJoinAnOlderLoad": "the in-process flights of a cache that cannot reach Redis: no client kind is involved",
 	"TestBackgroundRefreshesAreBounded":                       inProcess,

@@ -63,7 +63,8 @@ type Options struct {
 	// to be served if the recompute fails (stale-if-error). Default: TTL.
 	Grace time.Duration
 	// Beta scales early refresh: larger refreshes earlier. Default (and 0)
-	// 1; docs/cachex.md, "XFetch", says how to choose it.
+	// 1. The first refresh starts on average beta*delta*(ln(r*beta)+0.577)
+	// before expiry, r being reads per delta (the time a recompute takes).
 	Beta float64
 	// NegativeTTL, when positive (at least 1ms), caches a loader's not-found
 	// answer (an error matching ErrNotFound) for this long. Default 0: not
@@ -103,7 +104,6 @@ type Options struct {
 	// through the client when a call is alone (nothing to batch with). It
 	// needs a *redis.Client, *redis.ClusterClient or *redis.Ring; a client
 	// that is itself an AutoPipeliner batches every call.
-	// docs/cachex.md, "Clients".
 	AutoPipeline bool
 	// ReuseDecoded, when positive, keeps the value last decoded for up to
 	// this many keys (a slot per key, chosen by hash): a hit whose envelope
@@ -113,7 +113,7 @@ type Options struct {
 	// shared by every such hit: callers must treat it as immutable (no
 	// writes through its pointers, maps or slices). Memory: at most
 	// ReuseDecoded envelopes of up to 64 KiB each, plus their values.
-	// Default 0: off. docs/cachex.md, "Reusing decoded values".
+	// Default 0: off.
 	ReuseDecoded int
 
 	// Keys.
@@ -141,7 +141,7 @@ type Options struct {
 	// cachex.get_many around each read, with the outcome, and
 	// cachex.recompute around each loader call, with its reason; the
 	// loader's context carries the recompute span. Nil: no spans, at the
-	// cost of a nil check (docs/metrics.md, "Spans"). Whatever the setting, a
+	// cost of a nil check. Whatever the setting, a
 	// loader call observed while the caller's span is sampled puts its trace
 	// id on cachex_recompute_duration_seconds as an exemplar.
 	TracerProvider trace.TracerProvider

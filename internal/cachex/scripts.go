@@ -37,7 +37,9 @@ end
 `
 
 // lockSrc takes a key's lock only if the value is still the one the caller
-// saw (docs/cachex.md, "With the refresh lock: about one" says why).
+// saw: without the check, a reader that fetched the old value a moment
+// before a refresh landed would take the freshly released lock and
+// recompute again.
 //
 //	KEYS[1] value key, KEYS[2] lock key (same hash slot)
 //	ARGV[1] token, ARGV[2] PX milliseconds, ARGV[3] identity seen ("" = absent)

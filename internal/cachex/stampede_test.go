@@ -100,8 +100,8 @@ func stampede(t *testing.T, strategy Strategy, beta float64, skew time.Duration)
 }
 
 // TestStampedeXFetch: about one recompute per TTL window, none of them a
-// duplicate, and no reader ever waits. beta is chosen for the traffic, as
-// docs/cachex.md explains: the first refresh starts on average
+// duplicate, and no reader ever waits. beta is chosen for the traffic: the
+// first refresh starts on average
 // beta*delta*(ln(r*beta)+0.577) before expiry, r being reads per delta (here
 // about 31), so beta 0.5 refreshes ~0.8s before a 10s expiry, and
 // exp(-r*beta) (the chance that no read refreshes before expiry) is 2e-7.

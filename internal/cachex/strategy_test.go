@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stampede-lab/stampede/internal/redistest"
 )
@@ -79,8 +80,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 			t.Errorf("%s: New accepted %+v", name, opts)
 		}
 	}
-	// A client that could hold a call for its 3s read timeout is refused.
-	slow := redistest.Redis(t).Client()
+	// A client that could hold a call for its 2s read timeout is refused.
+	slow := redistest.Client(t, redistest.New(t), func(o *redis.Options) { o.ContextTimeoutEnabled = false })
 	if _, err := New(slow, JSON[string]{}, Options{Name: "x", TTL: time.Second}); err == nil {
 		t.Error("New accepted a client that ignores context deadlines")
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // Span names; they and their attributes are a contract like the metric
-// names (docs/metrics.md, "Spans").
+// names.
 const (
 	spanGet       = "cachex.get"
 	spanGetMany   = "cachex.get_many"

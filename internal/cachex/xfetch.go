@@ -8,7 +8,8 @@ import (
 
 // shouldRefresh is the XFetch decision: recompute early when
 // now - delta*beta*ln(u) >= expiry, u uniform in (0,1]; beta <= 0 disables
-// early refresh. The math: docs/cachex.md, "XFetch".
+// early refresh (Vattani, Chierichetti and Lowenstein, "Optimal
+// Probabilistic Cache Stampede Prevention", VLDB 2015).
 func shouldRefresh(now, expiry time.Time, delta time.Duration, beta, u float64) bool {
 	if !now.Before(expiry) {
 		return true

@@ -41,7 +41,7 @@ func TestShouldRefreshBoundaries(t *testing.T) {
 
 // TestXFetchStatistics drives the XFetch decision on a virtual clock with no
 // refresh lock: every read that decides to refresh recomputes, and a recompute
-// takes delta. Theory (docs/cachex.md): per expiry window about e^(1/beta)
+// takes delta. Theory (the XFetch paper, Vattani et al. 2015): per expiry window about e^(1/beta)
 // recomputes start, and the first starts beta*delta*(ln(r*beta) + γ) before
 // expiry on average, r being reads per delta.
 func TestXFetchStatistics(t *testing.T) {

@@ -23,8 +23,8 @@ import (
 // random token, released by a compare-and-delete script run by SHA. The
 // ratio between the two is what lockx's fencing token, watchdog, lost-lock
 // context, wake-ups and metrics cost on top of the two round trips every lock
-// pays. `make bench` runs them and prints the ratios; docs/benchmarks.md
-// holds the figures and the goals.
+// pays. The stampede repository's `make bench` runs them; the stampede
+// repository's docs/benchmarks.md holds the figures and the goals.
 
 const (
 	// benchTTL is the lock's TTL on both sides. Nothing is held long enough
@@ -35,7 +35,7 @@ const (
 	// client's read and write timeouts, so that both sides are bounded alike.
 	benchTimeout = benchTTL / 10
 	// benchParallelism multiplies GOMAXPROCS into RunParallel's goroutines,
-	// as in internal/cachex's benchmarks: a lock call mostly waits for Redis.
+	// as in cachex's benchmarks: a lock call mostly waits for Redis.
 	benchParallelism = 4
 	// benchKeysPerG is how many resources each goroutine takes in turn. No
 	// two goroutines share one, so no acquisition ever waits; a resource
@@ -249,7 +249,7 @@ func lockxTake(l *Locker) handoffTake {
 // own, holding it handoffHold): polling (SET NX PX every pollInterval),
 // lockx (Pub/Sub wake-ups) and lockx-handover. It reports the latency from
 // Release to the next Acquire's return in µs and in round trips; goal:
-// lockx's median within 2. The metrics: docs/benchmarks.md#locks.
+// lockx's median within 2.
 func BenchmarkHandoff(b *testing.B) {
 	rdb := benchClients(b, redistest.Redis(b))[0]
 	polling, lockx := make([]handoffTake, handoffContenders), make([]handoffTake, handoffContenders)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
@@ -136,8 +137,9 @@ func TestRedlockWithAnUnreachableServer(t *testing.T) {
 	_ = lk.Release()
 }
 
-// New refuses a client that ignores context deadlines: a paused server
-// could hold its calls for the client's ReadTimeout and retries.
+// New refuses a client that ignores context deadlines, and an
+// AutoPipeliner of one: a paused server could hold its calls for the
+// client's ReadTimeout and retries.
 func TestNewRefusesAClientThatIgnoresDeadlines(t *testing.T) {
 	t.Parallel()
 	node := redistest.Redis(t)
@@ -146,8 +148,48 @@ func TestNewRefusesAClientThatIgnoresDeadlines(t *testing.T) {
 	opt.ReadTimeout, opt.WriteTimeout = 10*time.Millisecond, 10*time.Millisecond // within Timeout: still refused
 	rdb := redis.NewClient(opt)
 	t.Cleanup(func() { _ = rdb.Close() })
-	_, err := New([]redis.UniversalClient{rdb}, Options{Name: "bounded", TTL: time.Second})
-	if err == nil || !strings.Contains(err.Error(), "ContextTimeoutEnabled") {
-		t.Fatalf("New with a client that ignores deadlines: %v, want an error naming ContextTimeoutEnabled", err)
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{node.Addr()}})
+	t.Cleanup(func() { _ = cluster.Close() })
+	kinds := map[string]redis.UniversalClient{"client": rdb}
+	for name, c := range map[string]redis.UniversalClient{"client": rdb, "cluster": cluster} {
+		ap, err := c.AutoPipeline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		async, err := c.AsyncAutoPipeline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds[name+"'s AutoPipeliner"], kinds[name+"'s AsyncAutoPipeliner"] = ap, async
+	}
+	for name, c := range kinds {
+		_, err := New([]redis.UniversalClient{c}, Options{Name: "bounded", TTL: time.Second})
+		if err == nil || !strings.Contains(err.Error(), "ContextTimeoutEnabled") {
+			t.Errorf("New with a %s that ignores deadlines: %v, want an error naming ContextTimeoutEnabled", name, err)
+		}
+	}
+}
+
+// TestNewAcceptsTheRedistestClient: redistest.Client, the helper the tests
+// (and a copier's) use, builds a client New accepts, as is its
+// AutoPipeliner, and a lock is taken through it.
+func TestNewAcceptsTheRedistestClient(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Client(t, redistest.New(t))
+	ap, err := rdb.AutoPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]redis.UniversalClient{"client": rdb, "AutoPipeliner": ap} {
+		l, err := New([]redis.UniversalClient{c}, Options{Name: "redistest", TTL: time.Second, Registerer: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatalf("New over redistest.Client's %s: %v", name, err)
+		}
+		lk, err := l.TryAcquire(context.Background(), redistest.Key(t)+"r")
+		if err != nil {
+			t.Fatalf("TryAcquire over redistest.Client's %s: %v", name, err)
+		}
+		_ = lk.Release()
+		_ = l.Close()
 	}
 }

@@ -31,21 +31,25 @@
 //
 // The lock buys efficiency (one worker at a time); fencing buys safety. No
 // lock based on expiry can stop a holder that pauses after its last check
-// from writing. docs/lockx.md lists each guarantee with the test that proves
-// it and the faults it was tested under.
+// from writing. The stampede repository's docs/lockx.md lists each guarantee
+// with the test that proves it and the faults it was tested under.
 //
 // With Options.TracerProvider, acquisitions are lockx.acquire spans and a
 // lost lock is a lockx.lost event on the holder's span.
 //
-// The package depends only on the standard library, go-redis v9.22.0 or
-// later (its AutoPipeliner), client_golang and the OpenTelemetry trace API
-// (no SDK); pgfence adds pgx v5. To copy it into a service, take this
-// directory (with pgfence) and internal/redistest (its tests' private
-// redis-server processes), change the import paths and create each client
-// with ContextTimeoutEnabled; docs/lockx.md ("Copy it"), in the project the
-// package comes from, has
-// the rest.
-//
-// Comments cite sections of that project's documentation as
-// docs/lockx.md, "Section"; keep those pages with a copy.
+// Copying it: the package needs Go 1.26 or later and depends only on the
+// standard library, github.com/redis/go-redis/v9 v9.22.0 or later (its
+// AutoPipeliner), github.com/prometheus/client_golang and the OpenTelemetry
+// trace API (go.opentelemetry.io/otel, go.opentelemetry.io/otel/trace);
+// pgfence adds github.com/jackc/pgx/v5, and the tests add the OpenTelemetry
+// SDK (go.opentelemetry.io/otel/sdk) and need redis-server on PATH
+// (pgfence's, a Postgres named by DATABASE_URL). Take this directory (with
+// pgfence) and, from the stampede repository, internal/redistest (the
+// tests' private redis-server processes), change the import paths, and
+// create each client with
+// ContextTimeoutEnabled (New refuses a client, or an AutoPipeliner of one,
+// without it). While a server is down go-redis logs a line per failed dial
+// to its own logger: route it with redis.SetLogger, as the tests' TestMain
+// does. The "Copy it" section of the stampede repository's docs/lockx.md
+// has the rest.
 package lockx

@@ -24,7 +24,7 @@ func clients(t testing.TB, nodes ...*redistest.Node) []redis.UniversalClient {
 
 // client returns a client of node that honours context deadlines; a
 // timeout above 0 is its read and write timeout as well, as lockx's clients
-// should have (docs/lockx.md#clients): a call to a paused server then ends
+// should have: a call to a paused server then ends
 // at lockx's Timeout over an AutoPipeliner too, whose batches run on a
 // context of their own.
 func client(t testing.TB, node *redistest.Node, timeout time.Duration) *redis.Client {

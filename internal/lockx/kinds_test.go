@@ -35,7 +35,7 @@ func overKind(t testing.TB, nodes []redis.UniversalClient) []redis.UniversalClie
 }
 
 // TestOverAutoPipeliner runs again, each Locker built over AutoPipeliners,
-// the tests where the kind of client matters (docs/lockx.md#clients): those
+// the tests where the kind of client matters: those
 // whose calls take the AutoPipeliner's own path in node.run (deferred
 // submission, a wait for the reply that only the call's deadline ends, the
 // NOSCRIPT fallback), whose replies are lost, repeated, delayed or abandoned
@@ -87,6 +87,7 @@ var notOverAutoPipeliner = map[string]string{
 	"TestDependsOnTheOtelAPIOnly":                                 noRedis,
 	"TestHandOverNeedsOneServer":                                  validation,
 	"TestNewRefusesAClientThatIgnoresDeadlines":                   validation,
+	"TestNewAcceptsTheRedistestClient":                            validation,
 	"TestNewRefusesASafetyMarginWithoutRoomForTheFirstExtension":  validation,
 	"TestReleaseWaitsForALateAcquire":                             onAClient,
 	"TestAQuorumWonTooLateIsNotALock":                             aboveClient, // validity of a slow quorum

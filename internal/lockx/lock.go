@@ -155,7 +155,7 @@ func tallyExtensions(got []reply) (extended, gone int) {
 // won, the delete waits for it in the background, so that it cannot
 // overtake the script. It returns ErrLost if the lock had been lost, an error if fewer than a
 // quorum confirmed (the lock then expires by its TTL), else nil; a second
-// call returns nil (docs/lockx.md, "The algorithm", Release).
+// call returns nil.
 func (lk *Lock) Release() error {
 	lk.mu.Lock()
 	if lk.released {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -33,11 +34,10 @@ type Locker struct {
 // Redlock (a lock needs N/2+1 of them). Every call to a server carries a
 // context deadline of Options.Timeout, so New refuses a *redis.Client,
 // *redis.ClusterClient or *redis.Ring that ignores context deadlines
-// (redis.Options.ContextTimeoutEnabled false): with it, dialling, pool
-// waits, retries, reads and writes all end at the deadline. An
-// *redis.AutoPipeliner of such a client is accepted too: a call's wait for
-// its reply ends at the deadline (docs/lockx.md, "Clients"). Other client types
-// must honour context deadlines themselves.
+// (redis.Options.ContextTimeoutEnabled false), and an *redis.AutoPipeliner
+// of one: with it, dialling, pool waits, retries, reads and writes all end
+// at the deadline. Other client types must honour context deadlines
+// themselves.
 func New(nodes []redis.UniversalClient, opts Options) (*Locker, error) {
 	if len(nodes) == 0 {
 		return nil, errors.New("lockx: New needs at least one Redis client")
@@ -129,9 +129,11 @@ func newHolder() string {
 	return hex.EncodeToString(b[:])
 }
 
-// checkDeadlines refuses a go-redis client that ignores context deadlines:
-// lockx bounds every call by one, and such a client would let a paused
-// server hold a call for its ReadTimeout and retries.
+// checkDeadlines refuses a go-redis client that ignores context deadlines,
+// or an AutoPipeliner of one: lockx bounds every call by one, and such a
+// client would let a paused server hold a call for its ReadTimeout and
+// retries (over an AutoPipeliner, its subscriptions and the batches behind
+// a reply the caller gave up on).
 func checkDeadlines(rdb redis.UniversalClient) error {
 	var ctxOK bool
 	switch c := rdb.(type) {
@@ -141,6 +143,12 @@ func checkDeadlines(rdb redis.UniversalClient) error {
 		ctxOK = c.Options().ContextTimeoutEnabled
 	case *redis.Ring:
 		ctxOK = c.Options().ContextTimeoutEnabled
+	case *redis.AutoPipeliner:
+		ok, known := autoPipelinerDeadlines(c)
+		if !known {
+			return errors.New("cannot tell whether the client behind the AutoPipeliner honours context deadlines: give New the client itself")
+		}
+		ctxOK = ok
 	default:
 		return nil
 	}
@@ -149,4 +157,38 @@ func checkDeadlines(rdb redis.UniversalClient) error {
 			"set ContextTimeoutEnabled in its options")
 	}
 	return nil
+}
+
+// autoPipelinerDeadlines reports the ContextTimeoutEnabled option of the
+// client behind ap, which go-redis (v9.22, v9.23) keeps unexported: the
+// field pipeliner holds the client, whose opt field holds its options.
+// known is false when the fields are not found.
+func autoPipelinerDeadlines(ap *redis.AutoPipeliner) (enabled, known bool) {
+	if ap == nil {
+		return false, false
+	}
+	defer func() {
+		if recover() != nil { // a nil embedded pointer on the way
+			enabled, known = false, false
+		}
+	}()
+	client := reflect.ValueOf(ap).Elem().FieldByName("pipeliner")
+	for client.IsValid() && (client.Kind() == reflect.Interface || client.Kind() == reflect.Pointer) {
+		if client.IsNil() {
+			return false, false
+		}
+		client = client.Elem()
+	}
+	if client.Kind() != reflect.Struct {
+		return false, false
+	}
+	opt := client.FieldByName("opt")
+	if opt.Kind() != reflect.Pointer || opt.IsNil() {
+		return false, false
+	}
+	f := opt.Elem().FieldByName("ContextTimeoutEnabled")
+	if f.Kind() != reflect.Bool {
+		return false, false
+	}
+	return f.Bool(), true
 }

@@ -10,8 +10,8 @@ import (
 // deferred face of the same client (ap), whose batches they share with
 // every other caller, and each call waits for its reply only until its
 // context ends: an AutoPipeliner runs a queued command on its own context,
-// so a deadline would otherwise not bound the wait
-// (docs/lockx.md, "Clients"). A reply abandoned so is a lost reply, which
+// so a deadline would otherwise not bound the wait. A reply abandoned so
+// is a lost reply, which
 // every script is written to survive.
 type node struct {
 	rdb redis.UniversalClient

@@ -43,7 +43,7 @@ type Options struct {
 	// to the first still waiting (first come, first served). Cost: a waiter
 	// that crashed while queued can be handed the lock, idle until TTL runs
 	// out (never after its Wait would have ended). One server only (New
-	// refuses several). Default off. See docs/lockx.md.
+	// refuses several). Default off.
 	HandOver bool
 	// Prefix starts every key. Default "lockx:" + Name + ":".
 	Prefix string
@@ -53,7 +53,7 @@ type Options struct {
 	// TracerProvider, when set, gives a lockx.acquire span per Acquire and
 	// TryAcquire (attempts, wait, result, token) and a lockx.lost event on
 	// the caller's span when a held lock is lost. Nil: neither, at the cost
-	// of a nil check (docs/metrics.md, "Spans"). Whatever the setting, an
+	// of a nil check. Whatever the setting, an
 	// acquisition whose caller's span is sampled puts its trace id on
 	// lockx_acquire_wait_seconds as an exemplar.
 	TracerProvider trace.TracerProvider
@@ -109,8 +109,9 @@ func (o Options) checkTiming() error {
 }
 
 // fenceExpiry is how long a fence counter outlives its resource's last
-// acquisition, in ms: a day, or ten TTLs if longer (harmless: see
-// docs/lockx.md, "Tokens that survive restarts, snapshots and quorums").
+// acquisition, in ms: a day, or ten TTLs if longer (harmless: a missing
+// counter restarts from the server's clock, above every token issued
+// before).
 func fenceExpiry(ttl time.Duration) int64 { return max(24*time.Hour, 10*ttl).Milliseconds() }
 
 // drift is the clock drift Redlock allows for: 1% of the TTL plus 2ms for

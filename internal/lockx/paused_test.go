@@ -186,7 +186,7 @@ func contend(l *Locker) contention {
 // A paused server's vote is never waited for, so no more acquisitions fail
 // or take its Timeout there than in the control (give or take one in fifty,
 // for chance). What a paused server does cost, attempts and waits against
-// the control's, is logged (docs/lockx.md#a-paused-or-unreachable-minority).
+// the control's, is logged.
 func TestPausedMinorityUnderContention(t *testing.T) {
 	t.Parallel()
 	opts := silentOptions("contended")

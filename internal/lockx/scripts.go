@@ -5,7 +5,9 @@ import "github.com/redis/go-redis/v9"
 // nextToken is the Lua function every script that grants the lock issues
 // the fencing token with: max(counter + 1, server time in whole ms × 1000),
 // stored as the counter (SET ... GET: Redis 6.2 or later) for fenceExpiry.
-// Why: docs/lockx.md, "Tokens that survive restarts, snapshots and quorums".
+// The server time keeps tokens rising when a restart loses the counter or
+// brings back an older snapshot, and across Redlock quorums, as long as
+// server clocks do not step back.
 const nextToken = `
 local function next_token(fence, expiry)
   local t = redis.call('TIME')
@@ -22,7 +24,8 @@ end
 // acquireSrc takes the lock with SET NX PX (relative expiry only) and
 // returns the resource's next fencing token. A caller that finds the lock
 // already set to its own holder token holds it: the TTL is renewed and the
-// token issued then is returned (docs/lockx.md, "The algorithm").
+// token issued then is returned, so the script is safe to run twice (a
+// batch resent after a network error).
 //
 //	KEYS[1] lock key, KEYS[2] fence counter key (same hash slot)
 //	ARGV[1] holder token, ARGV[2] TTL in milliseconds, ARGV[3] fence
@@ -72,8 +75,7 @@ return 1`
 
 // queuedAcquireSrc is acquireSrc for Options.HandOver: a caller that finds
 // the lock set to its own token (handed to it) holds it with a full TTL; one
-// that finds it held joins the queue until its deadline
-// (docs/lockx.md, "Hand-over: a fair queue (Options.HandOver)").
+// that finds it held joins the queue until its deadline.
 //
 //	KEYS[1] lock key, KEYS[2] fence counter key, KEYS[3] queue (sorted set:
 //	holder by arrival), KEYS[4] deadlines (hash: holder -> server ms), all
@@ -112,8 +114,7 @@ return 0`
 // off the queue. A held lock goes to the first queued waiter whose deadline
 // has not passed (fresh TTL, next token, message "holder:token"), or is
 // deleted (empty message). The fence counter it returns lets the caller
-// ignore older hand-over messages
-// (docs/lockx.md, "Hand-over: a fair queue (Options.HandOver)").
+// ignore older hand-over messages.
 //
 //	KEYS as queuedAcquireSrc; ARGV[1] holder token, ARGV[2] wake-up channel,
 //	ARGV[3] TTL in milliseconds, ARGV[4] fence counter expiry in milliseconds

@@ -12,7 +12,7 @@ import (
 )
 
 // The span and event names; they and their attributes are a contract like
-// the metric names (docs/metrics.md, "Spans").
+// the metric names.
 const (
 	spanAcquire = "lockx.acquire"
 	eventLost   = "lockx.lost"

@@ -16,8 +16,7 @@ import (
 // every server, one Pub/Sub connection each, because each release publishes
 // on every server it runs on: a paused or unreachable minority delays no
 // wake-up. Waiters only change a map; a goroutine per server does the
-// network I/O, each call bounded by Timeout (docs/lockx.md, "The algorithm",
-// Waiting). A message is a release id after a release (the same on every
+// network I/O, each call bounded by Timeout. A message is a release id after a release (the same on every
 // server of one release, so that it wakes once), "holder:token" after a
 // hand-over, or empty after a hand-over's plain release.
 type waker struct {

@@ -3,7 +3,7 @@
 // (SIGKILL), pause (SIGSTOP), resume, restart empty, snapshot and restart
 // from the snapshot.
 //
-// It travels with internal/cachex and internal/lockx: their tests use it
+// It travels with cachex and lockx: their tests use it
 // and nothing else of this repository, so a copy of the three directories
 // runs its tests in any module. It needs redis-server on PATH and depends
 // only on the standard library and go-redis.

@@ -59,9 +59,17 @@ func Start(ctx context.Context, dir string, extra ...string) (*Server, error) {
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
 // Options returns fresh client options for the server, with the timeouts
-// of a test; change them as needed before use.
+// of a test and ContextTimeoutEnabled, as cachex.New and lockx.New require
+// (a call then ends at its context's deadline); change them as needed
+// before use.
 func (s *Server) Options() *redis.Options {
-	return &redis.Options{Addr: s.Addr(), DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second}
+	return &redis.Options{
+		Addr:                  s.Addr(),
+		ContextTimeoutEnabled: true,
+		DialTimeout:           2 * time.Second,
+		ReadTimeout:           2 * time.Second,
+		WriteTimeout:          2 * time.Second,
+	}
 }
 
 func (s *Server) start(ctx context.Context) error {

@@ -37,8 +37,9 @@ func New(tb TB, extra ...string) *Server {
 	return s
 }
 
-// Client returns a new client of s with options changed by opts, closed
-// when the test ends.
+// Client returns a new client of s (Server.Options: ContextTimeoutEnabled,
+// so cachex.New and lockx.New accept it) with options changed by opts,
+// closed when the test ends.
 func Client(tb TB, s *Server, opts ...func(*redis.Options)) *redis.Client {
 	o := s.Options()
 	for _, f := range opts {

@@ -15,7 +15,8 @@ import (
 	"github.com/stampede-lab/stampede/internal/redistest"
 )
 
-// Example_copyIt is the example of docs/lockx.md's "Copy it": a write under
+// Example_copyIt is the example of the "Copy it" section of
+// the stampede repository's docs/lockx.md: a write under
 // the lock, fenced in Postgres by the lock's token.
 func Example_copyIt() {
 	rdb := redis.NewClient(&redis.Options{

@@ -53,8 +53,8 @@ func (r Row) table() string { return pgx.Identifier(strings.Split(r.Table, "."))
 
 // Claim records token as the row's fencing token inside tx and locks the
 // row until tx ends; it succeeds exactly when the row's token is at most
-// token (an equal one can only be the same holder's:
-// docs/lockx.md, "Fencing is the real safety"). It returns ErrStaleToken when
+// token (an equal one can only be the same holder's: no two holders ever
+// carry the same token). It returns ErrStaleToken when
 // the row has a larger token, ErrNoRow when there is no such row, and the
 // database's error otherwise.
 func Claim(ctx context.Context, tx pgx.Tx, r Row, token int64) error {
