@@ -199,13 +199,14 @@ func (c *Cache[V]) SetStrategy(s Strategy) error {
 // Beta returns the default XFetch beta.
 func (c *Cache[V]) Beta() float64 { return math.Float64frombits(c.beta.Load()) }
 
-// SetBeta sets the XFetch beta of later reads; 0 turns early refresh off.
-// With SetStrategy it is the demo's run-time switch (the admin API turns
-// it); a service sets Options.Beta. Negative, infinite and NaN values are
-// rejected.
+// SetBeta sets the XFetch beta of later reads: as Options.Beta, a positive
+// scale of how early refreshes start. 0 is refused like a negative,
+// infinite or NaN value: early refresh is turned off one way,
+// SetStrategy(TTL). With SetStrategy it is the demo's run-time switch (the
+// admin API turns it); a service sets Options.Beta.
 func (c *Cache[V]) SetBeta(beta float64) error {
-	if beta < 0 || math.IsInf(beta, 0) || math.IsNaN(beta) {
-		return fmt.Errorf("cachex: %s: beta must be a finite number >= 0, got %v", c.opts.Name, beta)
+	if beta <= 0 || math.IsInf(beta, 0) || math.IsNaN(beta) {
+		return fmt.Errorf("cachex: %s: beta must be a finite number > 0 (SetStrategy(TTL) turns early refresh off), got %v", c.opts.Name, beta)
 	}
 	c.beta.Store(math.Float64bits(beta))
 	return nil

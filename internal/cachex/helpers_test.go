@@ -254,6 +254,14 @@ func histogram(t testing.TB, reg *prometheus.Registry, name string) (uint64, flo
 
 func counterOf(c prometheus.Counter) float64 { return testutil.ToFloat64(c) }
 
+// mustSetStrategy sets c's strategy for the reads that follow.
+func mustSetStrategy[V any](t testing.TB, c *Cache[V], s Strategy) {
+	t.Helper()
+	if err := c.SetStrategy(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // mustSetBeta sets c's beta for the reads that follow.
 func mustSetBeta[V any](t testing.TB, c *Cache[V], beta float64) {
 	t.Helper()

@@ -38,11 +38,11 @@ func TestEarlyRefreshRunsInBackgroundDetachedFromCaller(t *testing.T) {
 	}
 	// u = 0.01: -ln(u)*delta ≈ 4.6*20ms >= 10ms: refresh early, serve v1 now.
 	rnd.set(0.99)
-	mustSetBeta(t, c, 0)
+	mustSetStrategy(t, c, TTL)
 	if v, _ := c.Get(context.Background(), "k", l.load); v != "v1" || gets(c, resultHit) != 2 {
-		t.Fatalf("beta 0: %q with %d hits; want a plain hit", v, gets(c, resultHit))
+		t.Fatalf("ttl: %q with %d hits; want a plain hit", v, gets(c, resultHit))
 	}
-	mustSetBeta(t, c, 1)
+	mustSetStrategy(t, c, XFetch)
 	ctx, cancel := context.WithCancel(context.Background())
 	v, err := c.Get(ctx, "k", l.load)
 	cancel() // the caller is gone; the refresh must not care

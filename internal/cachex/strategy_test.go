@@ -62,6 +62,9 @@ func TestStrategySwitchesAtRunTime(t *testing.T) {
 	if c.Strategy() != TTL {
 		t.Fatalf("strategy %q after a rejected switch, want ttl", c.Strategy())
 	}
+	if err := c.SetBeta(0); err == nil {
+		t.Error("SetBeta(0) accepted: 0 would mean no early refresh here and the default 1 in Options")
+	}
 	if err := c.SetBeta(-1); err == nil {
 		t.Fatal("a negative beta was accepted")
 	}

@@ -63,8 +63,8 @@ func (h *handlers) adminSetCache(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s.Beta != nil && (*s.Beta < 0 || *s.Beta > 100 || math.IsNaN(*s.Beta)) {
-		writeProblem(w, probInvalid.with("beta must be within 0..100"))
+	if s.Beta != nil && (*s.Beta <= 0 || *s.Beta > 100 || math.IsNaN(*s.Beta)) {
+		writeProblem(w, probInvalid.with("beta must be above 0 and at most 100 (strategy ttl turns early refresh off)"))
 		return
 	}
 	if s.Strategy != "" {

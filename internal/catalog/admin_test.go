@@ -132,11 +132,11 @@ func TestAdminCaches(t *testing.T) {
 	if set.Strategy != cachex.None || *set.Beta != 2.5 {
 		t.Errorf("PUT beta answered %+v", set)
 	}
-	decodeJSON(t, a.admin(http.MethodPut, "/admin/caches/category_stats", `{"strategy": "ttl", "beta": 0}`), http.StatusOK, &set)
-	if set.Strategy != cachex.TTL || *set.Beta != 0 {
-		t.Errorf("PUT ttl beta 0 answered %+v", set)
+	decodeJSON(t, a.admin(http.MethodPut, "/admin/caches/category_stats", `{"strategy": "ttl", "beta": 0.5}`), http.StatusOK, &set)
+	if set.Strategy != cachex.TTL || *set.Beta != 0.5 {
+		t.Errorf("PUT ttl beta 0.5 answered %+v", set)
 	}
-	if c := a.svc.Caches()["category_stats"]; c.Strategy() != cachex.TTL || c.Beta() != 0 {
+	if c := a.svc.Caches()["category_stats"]; c.Strategy() != cachex.TTL || c.Beta() != 0.5 {
 		t.Errorf("cache = %q beta %v", c.Strategy(), c.Beta())
 	}
 
@@ -147,6 +147,7 @@ func TestAdminCaches(t *testing.T) {
 	}{
 		{"invalid strategy", "/admin/caches/product", `{"strategy": "lru"}`, 422, "/problems/invalid-parameter"},
 		{"negative beta", "/admin/caches/product", `{"beta": -1}`, 422, "/problems/invalid-parameter"},
+		{"zero beta", "/admin/caches/product", `{"beta": 0}`, 422, "/problems/invalid-parameter"},
 		{"huge beta", "/admin/caches/product", `{"beta": 101}`, 422, "/problems/invalid-parameter"},
 		{"beta string", "/admin/caches/product", `{"beta": "1"}`, 400, "/problems/bad-request"},
 		{"unknown field", "/admin/caches/product", `{"strategy": "none", "ttl": 5}`, 400, "/problems/bad-request"},
