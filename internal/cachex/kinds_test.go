@@ -86,6 +86,8 @@ type kindTest struct {
 func overAutoPipeliner() []kindTest {
 	return []kindTest{
 		{"TestGetHitAfterMissOneRead", TestGetHitAfterMissOneRead},
+		{"TestGetAndGetManyAgreeOnEveryReplyKind", TestGetAndGetManyAgreeOnEveryReplyKind},
+		{"TestGetAndGetManyAgreeOnEveryReplyKindOnACluster", TestGetAndGetManyAgreeOnEveryReplyKindOnACluster},
 		{"TestGetCorruptOrForeignEntryIsCountedAndRecomputed", TestGetCorruptOrForeignEntryIsCountedAndRecomputed},
 		{"TestColdMissWaitsForAnotherInstance", TestColdMissWaitsForAnotherInstance},
 		{"TestALoadStartedBeforeInvalidateNeverLandsAfterIt", TestALoadStartedBeforeInvalidateNeverLandsAfterIt},
