@@ -53,7 +53,7 @@ func (c *Cache[V]) lookup(ctx context.Context, rk string, fromServer bool) (e en
 	var rerr error
 	err = c.redisCall(ctx, "get", func(ctx context.Context, l lane) error {
 		raw, rerr = c.read(ctx, l, rk, fromServer)
-		if isWrongType(rerr) {
+		if rerr != nil && isWrongType(rerr) {
 			return nil // Redis answered: a key of another type, counted as decode
 		}
 		return rerr

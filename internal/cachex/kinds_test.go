@@ -139,6 +139,7 @@ var notOverAutoPipeliner = map[string]string{
 	"TestBackgroundRefreshesAreBounded":                       inProcess,
 	"TestBatchLoadIsCancelledWhenNoCallerWaits":               inProcess,
 	"TestBreakerOpensAfterFailuresAndProbesAfterCooldown":     noRedis,
+	"TestDeadlinesEndEveryCallWithinTimeout":                  noRedis,
 	"TestColdMissLeaseWaitIsBounded":                          inProcess,
 	"TestDependsOnTheOtelAPIOnly":                             noRedis,
 	"TestEarlyRefreshKeepsTheReadersContextValues":            inProcess,
