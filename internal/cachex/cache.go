@@ -41,6 +41,7 @@ type Cache[V any] struct {
 	reused      *reuse[V]     // Options.ReuseDecoded; nil when off
 	tr          *tracer       // Options.TracerProvider; nil when off
 	near        *near         // the client's near cache; nil without one
+	deadlines   *deadlines    // the contexts of Redis calls
 
 	base   context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -100,6 +101,7 @@ func New[V any](rdb redis.UniversalClient, codec Codec[V], opts Options, with ..
 		reused:     newReuse[V](opts.ReuseDecoded),
 		tr:         newTracer(opts.TracerProvider, opts.Name),
 		near:       nr,
+		deadlines:  newDeadlines(opts.Timeout),
 	}
 	c.invalidated = []string{c.versions}
 	for _, v := range opts.InvalidateVersions {
@@ -285,7 +287,7 @@ func (c *Cache[V]) redisCall(ctx context.Context, op string, f func(ctx context.
 	}
 	l := c.conn.enter()
 	defer l.leave()
-	tctx, cancel := context.WithTimeout(callCtx, c.opts.Timeout)
+	tctx, cancel := c.deadlines.bound(callCtx)
 	err := f(tctx, l)
 	cancel()
 	switch {

@@ -34,9 +34,7 @@ type entry struct {
 	tombstone  bool
 	payload    []byte // aliases the decoded buffer
 	raw        string // everything stored under the key ("" when absent): its identity
-	corrupt    bool   // set by lookup for an entry it could not decode
-	foreign    bool   // set by lookup for a key of another type than string
-	found      bool   // set by readMany for an entry it decoded
+	valid      bool   // set by decodeReply: a value or a negative answer, fresh or expired
 }
 
 // encodeEntry appends the envelope of e with payload to dst.
@@ -91,16 +89,11 @@ func tombstone(now time.Time) []byte {
 }
 
 // identity is what the scripts compare a stored value with (identitySrc):
-// the SHA-1 of everything stored under the key, "" when it was absent, or
-// "foreign" for a key of another type. It depends on no byte offset of the
-// envelope.
+// the SHA-1 of everything stored under the key, or "" when it held no string
+// (absent, or a key of another type, which MGET cannot tell apart: either is
+// overwritten). It depends on no byte offset of the envelope.
 func (e *entry) identity() string {
-	switch {
-	case e == nil:
-		return ""
-	case e.foreign:
-		return "foreign"
-	case e.raw == "":
+	if e == nil || e.raw == "" {
 		return ""
 	}
 	sum := sha1.Sum(bytesOf(e.raw))

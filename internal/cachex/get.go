@@ -42,111 +42,85 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Contex
 	return c.getXFetch(ctx, key, load, c.Beta())
 }
 
-// lookup reads and decodes key, from the near cache if there is one unless
-// fromServer is set (a read again, after Redis said the key changed). It
-// returns the entry and value when Redis holds a valid one (fresh or not),
-// found=false on a miss or a corrupt entry, and down=true when Redis cannot
-// be reached.
-func (c *Cache[V]) lookup(ctx context.Context, rk string, fromServer bool) (e entry, v V, found, down bool, err error) {
+// lookup reads rk, from the near cache if there is one unless fromServer is
+// set (a read again, after Redis said the key changed), and decodes it
+// (decodeReply); down is set when Redis cannot be reached.
+func (c *Cache[V]) lookup(ctx context.Context, rk string, fromServer bool) (e entry, v V, down bool, err error) {
 	if !c.brk.allow() {
-		return e, v, false, true, nil
+		return e, v, true, nil
 	}
 	var raw string
+	var rerr error
 	err = c.redisCall(ctx, "get", func(ctx context.Context, l lane) error {
-		var err error
-		raw, err = c.read(ctx, l, rk, fromServer)
-		return err
+		raw, rerr = c.read(ctx, l, rk, fromServer)
+		if rerr != nil && isWrongType(rerr) {
+			return nil // Redis answered: a key of another type, counted as decode
+		}
+		return rerr
 	})
 	switch {
-	case err == nil:
-	case errors.Is(err, redis.Nil):
-		return e, v, false, false, nil
+	case err == nil || errors.Is(err, redis.Nil):
 	case ctx.Err() != nil:
-		return e, v, false, false, ctx.Err()
+		return e, v, false, ctx.Err()
 	case unreachable(err):
-		return e, v, false, true, nil
-	default: // an error reply, e.g. WRONGTYPE: a foreign key, overwritten below
-		return entry{foreign: true}, v, false, false, nil
+		return e, v, true, nil
 	}
-	if e, v, ok := c.reused.get(rk, raw); ok {
-		return e, v, true, false, nil
-	}
-	if e, err = decodeEntry(bytesOf(raw)); err == nil {
-		e.raw = raw
-		if e.tombstone { // invalidated: a miss
-			return e, v, false, false, nil
-		}
-		if v, err = c.decode(e); err == nil || errors.Is(err, ErrNotFound) {
-			c.reused.put(rk, raw, e, v)
-			return e, v, true, false, nil
-		}
-	}
-	c.m.redisErrs.WithLabelValues("decode").Inc()
-	return entry{corrupt: true, raw: raw}, v, false, false, nil
+	e, v = c.decodeReply(rk, raw, rerr)
+	return e, v, false, nil
 }
 
 func (c *Cache[V]) getXFetch(ctx context.Context, key string, load func(context.Context) (V, error), beta float64) (V, error) {
-	rk := c.redisKey(key)
-	e, v, found, down, err := c.lookup(ctx, rk, false)
+	e, v, down, err := c.lookup(ctx, c.redisKey(key), false)
 	if err != nil {
 		return v, err
 	}
 	if down {
 		return c.bypass(ctx, key, load)
 	}
-	if found {
-		now := c.now()
-		if now.Before(e.expiry) {
-			if shouldRefresh(now, e.expiry, e.delta, beta, uniformOpen(c.opts.rand())) {
-				c.count(ctx, resultEarlyRefresh)
-				c.refreshAsync(ctx, key, load, e, e.expiry.Sub(now))
-			} else {
-				c.count(ctx, resultHit)
-			}
-			return v, c.negativeErr(e)
-		}
-		if c.refreshInFlight(key) {
-			// Expired a moment ago while this process refreshes it: serve
-			// the old value until the new one lands rather than wait.
-			c.count(ctx, resultStale)
-			return v, c.negativeErr(e)
-		}
-		return c.recompute(ctx, key, load, e, true)
+	now := c.now()
+	switch c.decide(key, &e, now, beta) {
+	case serveHit:
+		c.count(ctx, resultHit)
+	case serveEarly:
+		c.count(ctx, resultEarlyRefresh)
+		c.refreshAsync(ctx, key, load, e, e.expiry.Sub(now))
+	case serveStale:
+		// Expired a moment ago while this process refreshes it: serve the
+		// old value until the new one lands rather than wait.
+		c.count(ctx, resultStale)
+	default:
+		return c.recompute(ctx, key, load, e)
 	}
-	return c.recompute(ctx, key, load, e, false)
-}
-
-// negativeErr is the error a read of e returns.
-func (c *Cache[V]) negativeErr(e entry) error {
-	if e.negative {
-		return ErrNotFound
-	}
-	return nil
+	return served(&e, v)
 }
 
 // getTTL is plain read-through: no early refresh, no deduplication.
 func (c *Cache[V]) getTTL(ctx context.Context, key string, load func(context.Context) (V, error)) (V, error) {
 	rk := c.redisKey(key)
-	e, v, found, down, err := c.lookup(ctx, rk, false)
+	e, v, down, err := c.lookup(ctx, rk, false)
 	if err != nil {
 		return v, err
 	}
 	if down {
 		return c.bypass(ctx, key, load)
 	}
-	if found && c.now().Before(e.expiry) {
+	switch c.decide(key, &e, c.now(), 0) {
+	case serveHit:
 		c.count(ctx, resultHit)
-		return v, c.negativeErr(e)
+		return served(&e, v)
+	case serveStale:
+		c.count(ctx, resultStale)
+		return served(&e, v)
 	}
 	reason := reasonMiss
-	if found {
+	if e.valid {
 		reason = reasonExpired
 	}
 	nv, delta, lerr := c.compute(ctx, load, reason)
 	if lerr != nil && !errors.Is(lerr, ErrNotFound) {
-		if found {
+		if e.valid {
 			c.count(ctx, resultStale)
-			return v, c.negativeErr(e)
+			return served(&e, v)
 		}
 		c.count(ctx, resultMiss)
 		return nv, lerr
@@ -179,10 +153,10 @@ func (c *Cache[V]) bypass(ctx context.Context, key string, load func(context.Con
 	return v, err
 }
 
-// recompute serves a miss or, with expired set, the expired entry e: it
-// waits for the key's one recompute in this process, which it starts if none
-// is in flight. (e is passed by value so that a hit never allocates it.)
-func (c *Cache[V]) recompute(ctx context.Context, key string, load func(context.Context) (V, error), e entry, expired bool) (V, error) {
+// recompute serves a miss or the expired entry e (e.valid): it waits for the
+// key's one recompute in this process, which it starts if none is in
+// flight. (e is passed by value so that a hit never allocates it.)
+func (c *Cache[V]) recompute(ctx context.Context, key string, load func(context.Context) (V, error), e entry) (V, error) {
 	f, leader := c.loads.join(key, e.identity(), c.origin(ctx))
 	if !leader && c.tr != nil {
 		// The recompute this read waits for is in the leader's trace.
@@ -195,7 +169,7 @@ func (c *Cache[V]) recompute(ctx context.Context, key string, load func(context.
 			defer cancel()
 			f.after(lctx)
 			var stale *entry
-			if expired {
+			if e.valid {
 				stale = &e
 			}
 			v, result, err := c.lead(lctx, key, load, stale, e.identity())
@@ -227,8 +201,8 @@ func (c *Cache[V]) lead(ctx context.Context, key string, load func(context.Conte
 		case state == locked:
 			token = t
 		case state == changed: // written since we looked: read it, no recompute needed
-			e, v, found, _, _ := c.lookup(ctx, rk, true)
-			if found && !e.negative && c.now().Before(e.expiry) {
+			e, v, _, _ := c.lookup(ctx, rk, true)
+			if e.valid && !e.negative && c.now().Before(e.expiry) {
 				return v, resultHit, nil
 			}
 			seen = e.identity() // the load starts after this read
@@ -274,11 +248,11 @@ func (c *Cache[V]) awaitOther(ctx context.Context, rk string, stale *entry) (V, 
 			return zero, false
 		case <-time.After(pause):
 		}
-		e, v, found, down, err := c.lookup(ctx, rk, true)
+		e, v, down, err := c.lookup(ctx, rk, true)
 		if err != nil || down {
 			return zero, false
 		}
-		if found && c.now().Before(e.expiry) && (stale == nil || e.computedAt.After(stale.computedAt)) && !e.negative {
+		if e.valid && c.now().Before(e.expiry) && (stale == nil || e.computedAt.After(stale.computedAt)) && !e.negative {
 			return v, true
 		}
 		if time.Now().After(deadline) {
@@ -336,16 +310,10 @@ func (c *Cache[V]) unlock(rk, token string) {
 // what the caller saw (seen) before its load began. Either way a load that
 // started before an Invalidate never lands after it.
 func (c *Cache[V]) store(ctx context.Context, rk, token, seen string, v V, loadErr error, delta time.Duration) {
-	notFound := errors.Is(loadErr, ErrNotFound)
-	var payload []byte
-	var keep time.Duration
-	if !notFound || c.opts.NegativeTTL > 0 {
-		var err error
-		if payload, keep, err = c.encode(v, notFound, delta); err != nil {
-			c.m.redisErrs.WithLabelValues("encode").Inc()
-			c.unlock(rk, token)
-			return
-		}
+	payload, keep, ok := c.writeBack(v, !errors.Is(loadErr, ErrNotFound), delta)
+	if !ok {
+		c.unlock(rk, token)
+		return
 	}
 	if !c.brk.allow() {
 		return

@@ -75,8 +75,11 @@ func TestGetCorruptOrForeignEntryIsCountedAndRecomputed(t *testing.T) {
 			}
 		})
 	}
-	if n := int(testutil.ToFloat64(c.m.redisErrs.WithLabelValues("decode"))); n != 4 {
-		t.Fatalf("decode errors counted: %d, want 4 (the foreign type is an error reply)", n)
+	if n := int(testutil.ToFloat64(c.m.redisErrs.WithLabelValues("decode"))); n != 5 {
+		t.Fatalf("decode errors counted: %d, want 5 (the foreign type too)", n)
+	}
+	if n := int(testutil.ToFloat64(c.m.redisErrs.WithLabelValues("get"))); n != 0 {
+		t.Fatalf("get errors counted: %d, want 0 (a key of another type is not Redis trouble)", n)
 	}
 }
 

@@ -30,7 +30,7 @@ func (c *Cache[V]) Invalidate(ctx context.Context, keys ...string) error {
 		}
 	}
 	if c.near != nil {
-		c.near.wrote(rks) // before the write: a read racing it goes to the server
+		c.near.invalidating(rks) // before the write: a read racing it goes to the server
 	}
 	err := c.redisCall(ctx, "del", func(ctx context.Context, l lane) error {
 		return l.pipelined(ctx, func(p redis.Pipeliner) error {

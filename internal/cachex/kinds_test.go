@@ -86,6 +86,8 @@ type kindTest struct {
 func overAutoPipeliner() []kindTest {
 	return []kindTest{
 		{"TestGetHitAfterMissOneRead", TestGetHitAfterMissOneRead},
+		{"TestGetAndGetManyAgreeOnEveryReplyKind", TestGetAndGetManyAgreeOnEveryReplyKind},
+		{"TestGetAndGetManyAgreeOnEveryReplyKindOnACluster", TestGetAndGetManyAgreeOnEveryReplyKindOnACluster},
 		{"TestGetCorruptOrForeignEntryIsCountedAndRecomputed", TestGetCorruptOrForeignEntryIsCountedAndRecomputed},
 		{"TestColdMissWaitsForAnotherInstance", TestColdMissWaitsForAnotherInstance},
 		{"TestALoadStartedBeforeInvalidateNeverLandsAfterIt", TestALoadStartedBeforeInvalidateNeverLandsAfterIt},
@@ -139,6 +141,7 @@ var notOverAutoPipeliner = map[string]string{
 	"TestBackgroundRefreshesAreBounded":                       inProcess,
 	"TestBatchLoadIsCancelledWhenNoCallerWaits":               inProcess,
 	"TestBreakerOpensAfterFailuresAndProbesAfterCooldown":     noRedis,
+	"TestDeadlinesEndEveryCallWithinTimeout":                  noRedis,
 	"TestColdMissLeaseWaitIsBounded":                          inProcess,
 	"TestDependsOnTheOtelAPIOnly":                             noRedis,
 	"TestEarlyRefreshKeepsTheReadersContextValues":            inProcess,

@@ -3,7 +3,6 @@ package cachex
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -79,35 +78,34 @@ type manyPlan struct {
 	read        map[string]string // what each key to load held: its identity
 }
 
-// sortMany decides each key of a batch read like Get: a fresh value goes to
-// out (and maybe to an early refresh), a miss or an expired one to the keys
-// to load. Repeated keys are sorted twice (harmless) and deduplicated by the
-// caller, where it matters: before loading or refreshing.
+// sortMany decides each key of a batch read like Get (decide): a value to
+// serve goes to out (and maybe to an early refresh), a miss or an expired
+// value to the keys to load. Repeated keys are sorted twice (harmless) and
+// deduplicated by the caller, where it matters: before loading or refreshing.
 func (c *Cache[V]) sortMany(keys []string, entries []entry, values []V, beta float64, out map[string]V) manyPlan {
 	var p manyPlan
 	now := c.now()
 	for i, k := range keys {
 		e := &entries[i]
-		if !e.found || !now.Before(e.expiry) {
-			p.read = put(p.read, k, e.identity())
-		}
-		switch {
-		case !e.found:
-			p.need = append(p.need, k)
-		case now.Before(e.expiry):
-			if shouldRefresh(now, e.expiry, e.delta, beta, uniformOpen(c.opts.rand())) {
-				c.m.gets[resultEarlyRefresh].Inc()
-				p.early = append(p.early, k)
-				p.seen = put(p.seen, k, e)
-			} else {
-				c.m.gets[resultHit].Inc()
-			}
-			if !e.negative {
-				out[k] = values[i]
-			}
+		switch c.decide(k, e, now, beta) {
+		case serveHit:
+			c.m.gets[resultHit].Inc()
+		case serveEarly:
+			c.m.gets[resultEarlyRefresh].Inc()
+			p.early = append(p.early, k)
+			p.seen = put(p.seen, k, e)
+		case serveStale:
+			c.m.gets[resultStale].Inc()
 		default:
 			p.need = append(p.need, k)
-			p.stale = put(p.stale, k, e)
+			p.read = put(p.read, k, e.identity())
+			if e.valid {
+				p.stale = put(p.stale, k, e)
+			}
+			continue
+		}
+		if !e.negative {
+			out[k] = values[i]
 		}
 	}
 	return p
@@ -122,15 +120,28 @@ func put[T any](m map[string]T, k string, v T) map[string]T {
 	return m
 }
 
-// readMany fetches and decodes keys; entries[i].found is false for a miss or
-// a corrupt entry, values[i] is the decoded value. down reports Redis
-// unreachable.
+// readMany reads keys and decodes each reply (decodeReply). down reports
+// Redis unreachable.
 func (c *Cache[V]) readMany(ctx context.Context, keys []string, fromServer bool) (entries []entry, values []V, down bool, err error) {
-	if !c.brk.allow() {
-		return nil, nil, true, nil
-	}
 	rks := c.redisKeys(keys)
-	var raws []any
+	raws, down, err := c.readRaw(ctx, rks, fromServer)
+	if down || err != nil {
+		return nil, nil, down, err
+	}
+	entries, values = make([]entry, len(keys)), make([]V, len(keys))
+	for i, rk := range rks {
+		raw, rerr := replyOf(raws[i])
+		entries[i], values[i] = c.decodeReply(rk, raw, rerr)
+	}
+	return entries, values, false, nil
+}
+
+// readRaw reads rks (see fetch). An error reply to the whole read is every
+// key's reply; down reports Redis unreachable.
+func (c *Cache[V]) readRaw(ctx context.Context, rks []string, fromServer bool) (raws []any, down bool, err error) {
+	if !c.brk.allow() {
+		return nil, true, nil
+	}
 	err = c.redisCall(ctx, "get", func(ctx context.Context, l lane) error {
 		var err error
 		raws, err = c.fetch(ctx, l, rks, fromServer)
@@ -139,38 +150,16 @@ func (c *Cache[V]) readMany(ctx context.Context, keys []string, fromServer bool)
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
-		return nil, nil, false, ctx.Err()
+		return nil, false, ctx.Err()
 	case unreachable(err):
-		return nil, nil, true, nil
+		return nil, true, nil
+	default:
+		raws = make([]any, len(rks))
+		for i := range raws {
+			raws[i] = err
+		}
 	}
-	entries, values = make([]entry, len(keys)), make([]V, len(keys))
-	for i, raw := range raws {
-		s, ok := raw.(string)
-		if !ok {
-			continue
-		}
-		entries[i].raw = s // a miss, a tombstone or a corrupt entry keeps its identity
-		if e, v, ok := c.reused.get(rks[i], s); ok {
-			e.found = true
-			entries[i], values[i] = e, v
-			continue
-		}
-		e, err := decodeEntry(bytesOf(s))
-		if err == nil && e.tombstone {
-			continue
-		}
-		if err == nil && !e.negative {
-			values[i], err = c.decode(e)
-		}
-		if err != nil {
-			c.m.redisErrs.WithLabelValues("decode").Inc()
-			continue
-		}
-		e.found, e.raw = true, s
-		entries[i] = e
-		c.reused.put(rks[i], s, e, values[i])
-	}
-	return entries, values, false, nil
+	return raws, false, nil
 }
 
 // mgetBatch is the most keys one MGET asks for: a larger MGET blocks the
@@ -180,9 +169,9 @@ const mgetBatch = 500
 // fetch reads rks in one round trip per node: MGETs of at most mgetBatch
 // keys (pipelined when there are more) on one server, GETs on a cluster (no
 // cross-slot command) or on the batched lane (whose AutoPipeliner may serve
-// either). A missing key is a nil; the error is the first that is not a
-// missing key, so a node that cannot be reached is never hidden behind
-// another's miss. A lone MGET is served by the near cache, if any (one
+// either). A key's reply is a string, nil (absent) or an error reply (a GET
+// of a key of another type: MGET answers nil); the error is the first
+// failure to reach a node, so one is never hidden behind another's reply. A lone MGET is served by the near cache, if any (one
 // entry per list of keys), unless fromServer is set or this cache
 // invalidated one of the keys lately; a pipeline never is.
 func (c *Cache[V]) fetch(ctx context.Context, l lane, rks []string, fromServer bool) ([]any, error) {
@@ -209,18 +198,23 @@ func (c *Cache[V]) fetch(ctx context.Context, l lane, rks []string, fromServer b
 	}
 	raws := make([]any, 0, len(rks))
 	for _, cmd := range cmds {
-		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+		err := cmd.Err()
+		switch {
+		case unreachable(err):
 			return nil, err
+		case err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err):
+			c.m.redisErrs.WithLabelValues("get").Inc() // the call that carried it succeeded
 		}
 		switch cmd := cmd.(type) {
-		case *redis.SliceCmd:
+		case *redis.SliceCmd: // MGET: an error reply is every key's
+			if err != nil {
+				for range len(cmd.Args()) - 1 {
+					raws = append(raws, err)
+				}
+			}
 			raws = append(raws, cmd.Val()...)
 		case *redis.StringCmd:
-			if s, err := cmd.Result(); err == nil {
-				raws = append(raws, s)
-			} else {
-				raws = append(raws, nil)
-			}
+			raws = append(raws, anyReply(cmd.Result()))
 		}
 	}
 	return raws, nil
@@ -283,7 +277,7 @@ func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[strin
 			f.after(lctx)
 		}
 		if store {
-			if led, read = c.landWritten(lctx, led, fs); len(led) == 0 {
+			if led, read = c.landWritten(lctx, led, stale, fs); len(led) == 0 {
 				return
 			}
 		}
@@ -313,27 +307,43 @@ func (c *Cache[V]) startMany(ctx context.Context, keys []string, stale map[strin
 }
 
 // landWritten reads keys again and lands the flights of those that now hold
-// a fresh value, returning the rest and what they hold now (the load starts
-// after this read). A caller's read can predate a recompute that landed just
-// before this call joined: without the second read the key would be computed
-// twice (the batch form of lockSrc's check). If the read fails, the rest is
-// keys and nothing is known of them: nothing will be written.
-func (c *Cache[V]) landWritten(ctx context.Context, keys []string, fs map[string]*flight[V]) ([]string, map[string]string) {
-	entries, values, down, err := c.readMany(ctx, keys, true)
+// a fresh value, or an expired one (stale) whose lock another instance holds
+// (it is recomputing: Get serves the value meanwhile too). It returns the
+// rest and what they hold now (the load starts after this read). A caller's
+// read can predate a recompute that landed just before this call joined:
+// without the second read the key would be computed twice (the batch form
+// of lockSrc's check). If the read fails, the rest is keys and nothing is
+// known of them: nothing will be written.
+func (c *Cache[V]) landWritten(ctx context.Context, keys []string, stale map[string]*entry, fs map[string]*flight[V]) ([]string, map[string]string) {
+	rks := c.redisKeys(keys)
+	for _, k := range keys {
+		if stale[k] != nil {
+			rks = append(rks, lockKey(c.redisKey(k)))
+		}
+	}
+	raws, down, err := c.readRaw(ctx, rks, true)
 	if down || err != nil {
 		return keys, nil
 	}
-	now, todo, read := c.now(), keys[:0:0], make(map[string]string, len(keys))
+	now, todo, read, lock := c.now(), keys[:0:0], make(map[string]string, len(keys)), len(keys)
 	for i, k := range keys {
-		e := &entries[i]
+		raw, rerr := replyOf(raws[i])
+		e, v := c.decodeReply(rks[i], raw, rerr)
+		leased := false
+		if stale[k] != nil {
+			leased, lock = raws[lock] != nil, lock+1
+		}
 		switch {
-		case !e.found || !now.Before(e.expiry):
+		case e.valid && (now.Before(e.expiry) || leased):
+			result := resultHit
+			if !now.Before(e.expiry) {
+				result = resultStale
+			}
+			v, err := served(&e, v)
+			c.loads.land(k, fs[k], v, result, err)
+		default:
 			todo = append(todo, k)
 			read[k] = e.identity()
-		case e.negative:
-			c.loads.land(k, fs[k], values[i], resultHit, ErrNotFound)
-		default:
-			c.loads.land(k, fs[k], values[i], resultHit, nil)
 		}
 	}
 	return todo, read
@@ -438,15 +448,9 @@ func (c *Cache[V]) storeMany(ctx context.Context, keys []string, vals map[string
 		return l.pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
 				v, found := vals[k]
-				var payload []byte
-				var keep time.Duration
-				if found || c.opts.NegativeTTL > 0 {
-					var err error
-					if payload, keep, err = c.encode(v, !found, delta); err != nil {
-						return err
-					}
+				if payload, keep, ok := c.writeBack(v, found, delta); ok {
+					puts = append(puts, c.scripts.put.Eval(ctx, p, []string{c.redisKey(k)}, read[k], payload, keep.Milliseconds()))
 				}
-				puts = append(puts, c.scripts.put.Eval(ctx, p, []string{c.redisKey(k)}, read[k], payload, keep.Milliseconds()))
 			}
 			return nil
 		})
@@ -533,18 +537,16 @@ func (c *Cache[V]) finishMany(ctx context.Context, mine []string, token string, 
 		return l.pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range mine {
 				rk := c.redisKey(k)
-				if loadErr != nil {
-					c.scripts.unlock.Eval(ctx, p, []string{lockKey(rk)}, token)
-					continue
-				}
 				v, found := vals[k]
 				var payload []byte
 				var keep time.Duration
-				if found || c.opts.NegativeTTL > 0 {
-					var eerr error
-					if payload, keep, eerr = c.encode(v, !found, delta); eerr != nil {
-						return fmt.Errorf("encode %s: %w", k, eerr)
-					}
+				ok := loadErr == nil
+				if ok {
+					payload, keep, ok = c.writeBack(v, found, delta)
+				}
+				if !ok { // keep the current value
+					c.scripts.unlock.Eval(ctx, p, []string{lockKey(rk)}, token)
+					continue
 				}
 				finishes = append(finishes, c.scripts.finish.Eval(ctx, p, []string{rk, lockKey(rk)}, token, payload, keep.Milliseconds()))
 			}

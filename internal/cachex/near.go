@@ -19,14 +19,14 @@ import (
 // The push for a write travels on another connection than the write's
 // reply, so right after its own Invalidate a process could still hold the
 // old reply: keys this cache invalidated are read from the server until
-// bound has passed (written).
+// bound has passed (invalidated).
 type near struct {
-	bound   time.Duration
-	mu      sync.Mutex
-	written map[string]time.Time // Redis key → when this cache invalidated it
-	// entries is len(written), kept under mu and read without it: a hit
+	bound       time.Duration
+	mu          sync.Mutex
+	invalidated map[string]time.Time // Redis key → when this cache invalidated it
+	// recent is len(invalidated), kept under mu and read without it: a hit
 	// takes no lock while this cache has invalidated nothing lately.
-	entries atomic.Int64
+	recent atomic.Int64
 }
 
 // errNearBound is New's answer to a client-side cache with no MaxStaleness.
@@ -51,43 +51,44 @@ func nearOf(rdb redis.UniversalClient) (*near, error) {
 	if o.ClientSideCacheConfig == nil || o.ClientSideCacheConfig.MaxStaleness <= 0 {
 		return nil, errNearBound
 	}
-	return &near{bound: o.ClientSideCacheConfig.MaxStaleness, written: map[string]time.Time{}}, nil
+	return &near{bound: o.ClientSideCacheConfig.MaxStaleness, invalidated: map[string]time.Time{}}, nil
 }
 
-// nearSweepAt is the size of written at which a record drops the keys whose
+// nearSweepAt is the size of invalidated at which a record drops the keys whose
 // bound has passed.
 const nearSweepAt = 1024
 
-// wrote records that this cache invalidated the Redis keys rks.
-func (n *near) wrote(rks []string) {
+// invalidating records that this cache invalidates the Redis keys rks.
+func (n *near) invalidating(rks []string) {
 	now := time.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if len(n.written) >= nearSweepAt {
-		for rk, at := range n.written {
+	if len(n.invalidated) >= nearSweepAt {
+		for rk, at := range n.invalidated {
 			if now.Sub(at) >= n.bound {
-				delete(n.written, rk)
+				delete(n.invalidated, rk)
 			}
 		}
 	}
 	for _, rk := range rks {
-		n.written[rk] = now
+		n.invalidated[rk] = now
 	}
-	n.entries.Store(int64(len(n.written)))
+	n.recent.Store(int64(len(n.invalidated)))
 }
 
-// fresh reports whether a read of rk must go to the server: this cache
-// invalidated it less than bound ago.
-func (n *near) fresh(rk string) bool {
-	if n.entries.Load() == 0 {
+// invalidatedLately reports whether this cache invalidated rk less than
+// bound ago: a read of rk must then go to the server, not use the near
+// cache's reply.
+func (n *near) invalidatedLately(rk string) bool {
+	if n.recent.Load() == 0 {
 		return false
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	at, ok := n.written[rk]
+	at, ok := n.invalidated[rk]
 	if ok && time.Since(at) >= n.bound {
-		delete(n.written, rk)
-		n.entries.Store(int64(len(n.written)))
+		delete(n.invalidated, rk)
+		n.recent.Store(int64(len(n.invalidated)))
 		ok = false
 	}
 	return ok
@@ -100,7 +101,7 @@ func (c *Cache[V]) read(ctx context.Context, l lane, rk string, fromServer bool)
 	switch {
 	case c.near == nil:
 		return l.get(ctx, rk)
-	case fromServer || c.near.fresh(rk):
+	case fromServer || c.near.invalidatedLately(rk):
 		cmd := redis.NewStringCmd(ctx, "getex", rk)
 		if err := l.do(ctx, cmd); err != nil {
 			return "", err
@@ -120,7 +121,7 @@ func (n *near) mustReadServer(rks []string, fromServer bool) bool {
 		return true
 	}
 	for _, rk := range rks {
-		if n.fresh(rk) {
+		if n.invalidatedLately(rk) {
 			return true
 		}
 	}

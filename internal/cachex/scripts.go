@@ -26,12 +26,12 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0`
 
 // identitySrc is the Lua function the scripts compare what a key holds with
-// what a caller saw (entry.identity): the SHA-1 of the string stored, "" when
-// the key is absent, "foreign" when it holds another type.
+// what a caller saw (entry.identity): the SHA-1 of the string stored, ""
+// when the key holds none (absent, or another type).
 const identitySrc = `
 local function identity(key)
   local v = redis.pcall('GET', key)
-  if type(v) == 'table' then return 'foreign' end
+  if type(v) == 'table' then return '' end
   return v and redis.sha1hex(v) or ''
 end
 `
