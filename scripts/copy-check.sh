@@ -48,11 +48,9 @@ if named=$(grep -rl 'stampede-lab' "$dir"); then
 	exit 1
 fi
 # Comments that cite this repository's paths, which do not travel with a
-# copy. The read path (get.go, many.go, near.go, envelope.go) is being
-# rewritten (issue 41, item 1) and is checked once that lands.
-pending='^cachex/(get|many|near|envelope)\.go:'
+# copy.
 if cited=$(cd "$dir" && grep -rnE 'docs/[A-Za-z0-9_-]+\.md|internal/|cmd/|make bench' --include='*.go' cachex lockx redistest |
-	grep -vE 'stampede|repository' | grep -vE "$pending"); then
+	grep -vE 'stampede|repository'); then
 	log "these copied comments cite paths of this repository; state the fact, or name the stampede repository's page:"
 	printf '%s\n' "$cited"
 	exit 1

@@ -12,8 +12,8 @@ import (
 
 // The envelope is what cachex stores under a key: a 23-byte header with the
 // XFetch inputs (computedAt, logical expiry, delta) and flags (negative,
-// tombstone), then the codec's bytes, so one GET reads everything. Byte
-// layout: docs/cachex.md, "The envelope".
+// tombstone), then the codec's bytes, so one GET reads everything; the
+// constants below are the byte layout.
 const (
 	envMagic      = 0xCE
 	envVersion    = 1

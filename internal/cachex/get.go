@@ -19,7 +19,8 @@ import (
 // Redis is bypassed, never returned as an error; a failed load serves the
 // expired value within Grace; ErrNotFound is returned (cached with
 // NegativeTTL). load keeps ctx's values, not its cancellation, is bounded by
-// LoadTimeout and may outlive Get (docs/cachex.md, "Reads that never wait").
+// LoadTimeout and may outlive Get: a caller never waits past its context
+// for a recompute others share.
 func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Context) (V, error)) (v V, err error) {
 	if c.isClosed() {
 		return v, ErrClosed

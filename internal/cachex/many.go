@@ -19,7 +19,8 @@ import (
 // pipeline. A key load leaves out does not exist (absent from the result,
 // cached with NegativeTTL). If load fails, expired values within Grace are
 // served, with the loader's error. Batch misses are not leased across
-// instances (docs/cachex.md, "Batches").
+// instances: a batch that waited for another instance would wait for its
+// slowest key.
 func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load func(ctx context.Context, keys []string) (map[string]V, error)) (_ map[string]V, err error) {
 	out := make(map[string]V, len(keys))
 	if len(keys) == 0 {

@@ -12,7 +12,7 @@ import (
 
 // near is a cache's use of its client's near cache: go-redis client-side
 // caching, which keeps GET replies in process memory and drops them when
-// Redis pushes an invalidation (docs/cachex.md, "Near cache"). A hit is
+// Redis pushes an invalidation. A hit is
 // then served without a round trip; bound is the client's MaxStaleness,
 // the longest a reply whose invalidation was lost can be served.
 //
@@ -38,7 +38,7 @@ var errNearBound = errors.New("the client's client-side cache has no bound on st
 // client or a ring reads every hit from Redis), and an error when the cache
 // states no staleness bound. An AutoPipeliner hides its client: over one of
 // a client with client-side caching, its GETs are cached but nearOf cannot
-// tell (docs/cachex.md, "Near cache", says to give New the client itself).
+// tell, so give New the client itself.
 func nearOf(rdb redis.UniversalClient) (*near, error) {
 	c, ok := rdb.(*redis.Client)
 	if !ok {
