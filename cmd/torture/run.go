@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stampede-lab/stampede/internal/torture"
@@ -117,11 +118,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// progress prints a line every 10 s while a run goes on.
+// progress prints a line every 10 s while a run goes on; stop returns once
+// it prints no more, so that nothing else writes to w beside it.
 func progress(w io.Writer, name string, d time.Duration) (stop func()) {
 	done := make(chan struct{})
 	start := time.Now()
-	go func() {
+	var printing sync.WaitGroup
+	printing.Go(func() {
 		t := time.NewTicker(10 * time.Second)
 		defer t.Stop()
 		for {
@@ -132,8 +135,8 @@ func progress(w io.Writer, name string, d time.Duration) (stop func()) {
 				fmt.Fprintf(w, "torture: %s %v / %v\n", name, time.Since(start).Round(time.Second), d)
 			}
 		}
-	}()
-	return func() { close(done) }
+	})
+	return func() { close(done); printing.Wait() }
 }
 
 // rerun is the command line that runs the same schedule again: the seed,
