@@ -171,10 +171,17 @@ func TestCancelAnswersWhatTheCommitDid(t *testing.T) {
 // operator's pg_terminate_backend or a failover would.
 func (a *testAPI) terminateOthers(t *testing.T) {
 	t.Helper()
-	if _, err := a.db.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE datname = current_database() AND pid <> pg_backend_pid()`); err != nil {
+	if err := a.terminateSessions("true"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// terminateSessions ends the other sessions on the test's database for
+// which the SQL condition where holds.
+func (a *testAPI) terminateSessions(where string) error {
+	_, err := a.db.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND `+where)
+	return err
 }
 
 // TestACutConnectionIsNever500: the database sessions are terminated in

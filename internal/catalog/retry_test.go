@@ -35,8 +35,7 @@ func (a *testAPI) terminateLockWaiters(done <-chan struct{}) {
 			return
 		case <-time.After(20 * time.Millisecond):
 		}
-		_, _ = a.db.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-			WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`)
+		_ = a.terminateSessions(`wait_event_type = 'Lock'`)
 	}
 }
 
@@ -185,10 +184,15 @@ func agree(t *testing.T, rec *httptest.ResponseRecorder, a *testAPI, key, who st
 	}
 }
 
-// orphaned is the units of the product's takes that no reservation records.
-func (a *testAPI) orphaned(productID int64) int64 {
-	return a.queryInt(`SELECT coalesce(sum(m.units), 0) FROM warehouse_moves m WHERE m.product_id = $1 AND m.move_key LIKE 'take:%'
-		AND NOT EXISTS (SELECT FROM reservations r WHERE 'take:' || r.idempotency_key = m.move_key)`, productID)
+// orphaned is the units of the product's takes that no reservation
+// records, as the audit counts them.
+func (a *testAPI) orphaned(productID int64) int {
+	a.t.Helper()
+	ls, err := Audit(context.Background(), a.db, []int64{productID})
+	if err != nil || len(ls) != 1 {
+		a.t.Fatalf("audit: %v %v", ls, err)
+	}
+	return ls[0].Orphaned
 }
 
 // TestTheRetryCheckCatchesAbandonUnlooked proves the retry test can fail:

@@ -162,7 +162,8 @@ func checkDeadlines(rdb redis.UniversalClient) error {
 // autoPipelinerDeadlines reports the ContextTimeoutEnabled option of the
 // client behind ap, which go-redis (v9.22, v9.23) keeps unexported: the
 // field pipeliner holds the client, whose opt field holds its options.
-// known is false when the fields are not found.
+// known is false when the fields are not found. cachex has a twin, kept so
+// that each package copies alone.
 func autoPipelinerDeadlines(ap *redis.AutoPipeliner) (enabled, known bool) {
 	if ap == nil {
 		return false, false
